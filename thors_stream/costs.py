@@ -1,0 +1,103 @@
+"""Misclassification costs: validation and reduction to ``(fn_cost, fp_cost)``.
+
+THORS needs only two numbers: the cost of a false negative (a positive predicted
+negative) and the cost of a false positive (a negative predicted positive). A full
+2x2 cost matrix reduces to these two plus a constant that no threshold can change.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Costs", "resolve_costs"]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """A validated pair of effective costs.
+
+    Attributes
+    ----------
+    fn_cost
+        Cost of a false negative, ``C(1, 0)``: a positive predicted negative.
+    fp_cost
+        Cost of a false positive, ``C(0, 1)``: a negative predicted positive.
+    constant
+        Cost every event pays whatever the threshold (from the diagonal of a full
+        matrix): ``C(0, 0)`` per negative and ``C(1, 1)`` per positive. It is kept for
+        reference and never enters the choice of threshold.
+
+    Examples
+    --------
+    >>> Costs.from_matrix([[1.0, 11.0], [101.0, 1.0]])
+    Costs(fn_cost=100.0, fp_cost=10.0, constant=(1.0, 1.0))
+    """
+
+    fn_cost: float
+    fp_cost: float
+    constant: tuple[float, float] = (0.0, 0.0)
+
+    @classmethod
+    def from_matrix(cls, cost_matrix: Sequence[Sequence[float]]) -> Costs:
+        """Reduce ``cost_matrix[y_true][y_pred]`` to effective costs.
+
+        ``fp = C(0,1) - C(0,0)`` and ``fn = C(1,0) - C(1,1)``; a matrix where either is
+        not strictly positive has no meaningful threshold and raises ``ValueError``.
+        """
+        try:
+            rows = [[float(c) for c in row] for row in cost_matrix]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cost_matrix must be a 2x2 array of numbers, got {cost_matrix!r}") from exc
+        if len(rows) != 2 or any(len(r) != 2 for r in rows):
+            raise ValueError(f"cost_matrix must be 2x2 ([[C00, C01], [C10, C11]]), got {cost_matrix!r}")
+        for r in rows:
+            for c in r:
+                if not math.isfinite(c):
+                    raise ValueError(f"cost_matrix entries must be finite, got {c!r} in {cost_matrix!r}")
+        (c00, c01), (c10, c11) = rows
+        fn, fp = c10 - c11, c01 - c00
+        if fn <= 0 or fp <= 0:
+            raise ValueError(
+                "cost_matrix has no meaningful threshold: effective costs "
+                f"fn = C(1,0) - C(1,1) = {fn!r} and fp = C(0,1) - C(0,0) = {fp!r} must both be > 0"
+            )
+        return cls(fn, fp, (c00, c11))
+
+
+def _check_cost(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    c = float(value)  # type: ignore[arg-type]
+    if not math.isfinite(c) or c <= 0:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return c
+
+
+def resolve_costs(
+    fn_cost: float | None = None,
+    fp_cost: float | None = None,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+) -> Costs:
+    """Validate ``fn_cost``/``fp_cost`` or a ``cost_matrix`` and return :class:`Costs`.
+
+    Give either both keywords or the matrix, not both. Non-finite, zero or negative
+    effective costs raise ``ValueError``; non-numbers raise ``TypeError``.
+
+    Examples
+    --------
+    >>> resolve_costs(fn_cost=100, fp_cost=10)
+    Costs(fn_cost=100.0, fp_cost=10.0, constant=(0.0, 0.0))
+    >>> resolve_costs(fn_cost=-1, fp_cost=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: fn_cost must be finite and > 0, got -1
+    """
+    if cost_matrix is not None:
+        if fn_cost is not None or fp_cost is not None:
+            raise ValueError("give either fn_cost/fp_cost or cost_matrix, not both")
+        return Costs.from_matrix(cost_matrix)
+    if fn_cost is None or fp_cost is None:
+        raise TypeError("both fn_cost and fp_cost are required (or a cost_matrix)")
+    return Costs(_check_cost("fn_cost", fn_cost), _check_cost("fp_cost", fp_cost))

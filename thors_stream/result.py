@@ -1,0 +1,93 @@
+"""The outcome of a THORS threshold search."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ThresholdResult"]
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """A THORS threshold and what it does on the data it was chosen from.
+
+    An event is predicted positive iff ``score > threshold``; ``threshold = -inf``
+    means "predict every event positive". All weighted quantities use the sample
+    weights but not ``class_prior``; only ``cost`` (and the choice of threshold)
+    applies the prior reweighting.
+
+    Attributes
+    ----------
+    threshold
+        The smallest observed score (or ``-inf``) minimising the empirical cost.
+    cost
+        Empirical total cost at ``threshold``: ``fn_cost * k1 + fp_cost * (n0 - k0)``,
+        with each class rescaled to the population mix when ``class_prior`` is set.
+    n0, n1
+        Weighted totals of negatives and positives.
+    k0, k1
+        Weighted negatives and positives with ``score <= threshold`` (predicted negative).
+    count0, count1, count_k0, count_k1
+        The same four numbers as plain event counts (equal to the weighted ones
+        when every weight is 1); the error-rate bounds use these.
+    fn_cost, fp_cost, class_prior
+        The costs and prior the threshold was chosen for.
+
+    Examples
+    --------
+    >>> from thors_stream import thors_threshold
+    >>> r = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], fn_cost=1, fp_cost=1)
+    >>> r.threshold, r.cost, r.fpr, r.fnr
+    (0.1, 1.0, 0.5, 0.0)
+    >>> r.predict([0.05, 0.5]).tolist()
+    [False, True]
+    """
+
+    threshold: float
+    cost: float
+    n0: float
+    n1: float
+    k0: float
+    k1: float
+    count0: int
+    count1: int
+    count_k0: int
+    count_k1: int
+    fn_cost: float
+    fp_cost: float
+    class_prior: float | None = None
+
+    @property
+    def fpr(self) -> float:
+        """Empirical false-positive rate ``(n0 - k0) / n0`` (0.0 when there are no negatives)."""
+        return (self.n0 - self.k0) / self.n0 if self.n0 > 0 else 0.0
+
+    @property
+    def fnr(self) -> float:
+        """Empirical false-negative rate ``k1 / n1`` (0.0 when there are no positives)."""
+        return self.k1 / self.n1 if self.n1 > 0 else 0.0
+
+    @property
+    def n(self) -> float:
+        """Weighted number of events, ``n0 + n1``."""
+        return self.n0 + self.n1
+
+    def predict(self, scores: Any) -> np.ndarray:
+        """Return ``scores > threshold`` as a bool array. O(n)."""
+        return np.asarray(scores, dtype=np.float64) > self.threshold
+
+    def predict_one(self, score: float) -> bool:
+        """Return ``score > threshold``. O(1)."""
+        return bool(score > self.threshold)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (``-inf`` threshold written as the string ``"-inf"``)."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["fpr"], d["fnr"] = self.fpr, self.fnr
+        if math.isinf(self.threshold):
+            d["threshold"] = "-inf"
+        return d

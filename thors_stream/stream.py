@@ -1,0 +1,391 @@
+"""StreamingThors: the exact THORS threshold of a changing set of labelled scores."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._prefix import C0, C1, W0, W1, SortedPrefixMin
+from ._queue import CANCELLED, EventQueue
+from ._validation import (
+    check_class_prior,
+    check_labels,
+    check_score,
+    check_scores,
+    check_weight,
+    check_weights,
+)
+from .batch import class_coefficients
+from .costs import resolve_costs
+from .result import ThresholdResult
+
+__all__ = ["StreamingThors"]
+
+_LABELS: dict[Any, bool] = {0: False, 1: True}
+_NEG_INF = float("-inf")
+
+
+def _label(y: Any) -> bool:
+    try:
+        pos = _LABELS.get(y) if not isinstance(y, str) else None
+    except TypeError:  # unhashable
+        pos = None
+    if pos is None:
+        raise ValueError(f"label must be 0, 1, False or True, got {y!r}")
+    return pos
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, dt.datetime):
+        return value.timestamp()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (bool, str)) or value is None:
+        raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return f
+
+
+class StreamingThors:
+    """The exact THORS threshold of the labelled scores currently held, kept up to date.
+
+    Holds a multiset of labelled, weighted scores (a sliding window of them, or all)
+    and answers at any moment with the threshold that minimises the total
+    misclassification cost on them: the same answer as
+    :func:`~thors_stream.thors_threshold` on the held events. An event is predicted
+    positive iff ``score > threshold``; equal scores fall on the same side; among
+    equal-cost thresholds the smallest wins, ``-inf`` (everything positive) first.
+
+    Follows river's statistics protocol (``update``/``revert``/``get``), so it also
+    works inside ``river.utils.Rolling`` and ``river.utils.TimeRolling``.
+
+    Parameters
+    ----------
+    fn_cost, fp_cost
+        Cost of a false negative / false positive (> 0), or ``cost_matrix``
+        ``[[C00, C01], [C10, C11]]`` indexed ``[y_true][y_pred]``.
+    window
+        Keep only the last ``window`` labelled events (a count window).
+    period
+        Keep only events whose time ``t`` is within ``period`` of the newest event's
+        time: those with ``t > t_newest - period``. Seconds or a ``timedelta``;
+        ``update`` then needs ``t`` (seconds or ``datetime``), non-decreasing.
+    class_prior
+        Population share of positives; classes are rescaled to it (see
+        :func:`~thors_stream.class_coefficients`). Reading the threshold then costs
+        O(n) whenever the class totals changed, since every key's value changes.
+    default_threshold
+        What :meth:`predict_one` uses while nothing is held (else it raises).
+    load
+        Block size of the underlying structure (tuning only).
+
+    Complexity
+    ----------
+    ``update``/``revert``: O(log n) search plus an O(load) move in C. ``get``: O(1)
+    when the optimum provably did not move, else O(load + n / load) in numpy.
+    ``update_many``: O(m log m + touched blocks * load). Memory: about 64-100 bytes
+    per held event (keys in float64 blocks; the expiry queue adds 17-25 bytes).
+
+    Exactness
+    ---------
+    Sums are exact for integer or dyadic weights and costs (totals below 2**53):
+    the threshold is then exactly the brute-force optimum. With arbitrary float
+    weights costs carry rounding errors of order ``n * eps * total cost`` and
+    candidates closer than that may be interchanged.
+
+    Examples
+    --------
+    >>> st = StreamingThors(fn_cost=5, fp_cost=1, window=3)
+    >>> for score, y in [(0.2, 0), (0.9, 1), (0.4, 0), (0.7, 1)]:
+    ...     st.update(score, y)
+    >>> st.get(), st.cost, len(st)
+    (0.4, 0.0, 3)
+    >>> st.predict_one(0.5)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        fn_cost: float | None = None,
+        fp_cost: float | None = None,
+        cost_matrix: Sequence[Sequence[float]] | None = None,
+        window: int | None = None,
+        period: float | dt.timedelta | None = None,
+        class_prior: float | None = None,
+        default_threshold: float | None = None,
+        load: int = 512,
+    ) -> None:
+        costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
+        self.fn_cost, self.fp_cost = costs.fn_cost, costs.fp_cost
+        if window is not None:
+            if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
+                raise ValueError(f"window must be a positive integer, got {window!r}")
+            window = int(window)
+        if period is not None:
+            p = _seconds(period, "period")
+            if p <= 0:
+                raise ValueError(f"period must be > 0, got {period!r}")
+        if window is not None and period is not None:
+            raise ValueError("give window or period, not both")
+        self.window = window
+        self.period = period
+        self._period_s = _seconds(period, "period") if period is not None else None
+        self.class_prior = check_class_prior(class_prior)
+        self.default_threshold = None if default_threshold is None else check_score(default_threshold)
+        self._load = load
+        self._tree = SortedPrefixMin(self.fn_cost, self.fp_cost, load=load)
+        timed = period is not None
+        self._queue = EventQueue(timed, min(window, 1024) if window else 1024) if (window or timed) else None
+        self._last_t = -math.inf
+        self._n = 0
+        self._w1 = 0.0
+        self._w0 = 0.0
+
+    # ---------------------------------------------------------------- river API
+    def update(self, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
+        """Add one labelled event; with a window, expire what falls out of it.
+
+        ``y`` is a bool or 0/1, ``w`` > 0 a weight (e.g. the event's own cost), ``t``
+        the event time (required with ``period``). Invalid input raises and leaves
+        the object unchanged. O(log n + load).
+        """
+        s = score if type(score) is float and score - score == 0.0 else check_score(score)
+        pos = _label(y)
+        if w != 1.0 or type(w) is not float:
+            w = check_weight(w)
+        queue = self._queue
+        if self._period_s is not None:
+            if t is None:
+                raise ValueError("t (the event time) is required when period is set")
+            tf = _seconds(t, "t")
+            if tf < self._last_t:
+                raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
+        elif t is not None:
+            tf = _seconds(t, "t")
+        else:
+            tf = 0.0
+        self._tree.add(s, pos, w)
+        self._n += 1
+        if pos:
+            self._w1 += w
+        else:
+            self._w0 += w
+        if queue is None:
+            return
+        queue.push(s, pos, w, tf)
+        if self.window is not None:
+            while len(queue) > self.window:
+                self._expire_one()
+        else:
+            self._last_t = tf
+            cutoff = tf - self._period_s  # type: ignore[operator]
+            while len(queue) and queue.oldest_time() <= cutoff:
+                self._expire_one()
+
+    def _expire_one(self) -> None:
+        s, y, w = self._queue.pop()  # type: ignore[union-attr]
+        if y == CANCELLED:
+            return
+        tree = self._tree
+        j, i = tree.locate(s)  # type: ignore[misc]
+        tree.remove_at(j, i, y == 1, w)
+        self._forget(y == 1, w)
+
+    def _forget(self, pos: bool, w: float) -> None:
+        self._n -= 1
+        if self._n == 0:
+            self._w1 = self._w0 = 0.0
+        elif pos:
+            self._w1 -= w
+        else:
+            self._w0 -= w
+
+    def revert(self, score: float, y: Any, w: float = 1.0) -> None:
+        """Remove one held event with this score, label and weight.
+
+        Raises ``KeyError`` (and changes nothing) when no such event is held. Without
+        a window the check is exact for the score and label; for the weight it is
+        exact when one event with that score and label is held, and otherwise checks
+        ``w`` against their total weight. With ``window``/``period`` the event is
+        looked up exactly in the expiry queue (O(n) in numpy) and leaves it now.
+        O(log n + load) without a window.
+        """
+        s = check_score(score)
+        pos = _label(y)
+        w = check_weight(w)
+        loc = self._tree.locate(s)
+        if loc is None:
+            raise KeyError(f"no held event has score {score!r}")
+        col = self._tree.column(*loc)
+        count, held_w = (col[C1], col[W1]) if pos else (col[C0], col[W0])
+        label = int(pos)
+        if count == 0:
+            raise KeyError(f"no held event has score {score!r} and label {y!r}")
+        queue = self._queue
+        qpos = -1
+        if queue is not None:
+            qpos = queue.find(s, label, w)
+            if qpos < 0:
+                raise KeyError(f"no held event has score {score!r}, label {y!r} and weight {w!r}")
+        elif (count == 1 and not math.isclose(held_w, w, rel_tol=1e-9)) or w > held_w * (1 + 1e-9):
+            raise KeyError(
+                f"no held event has score {score!r}, label {y!r} and weight {w!r} "
+                f"(held at this score and label: {int(count)} event(s) of total weight {held_w!r})"
+            )
+        if count == 1:
+            w = held_w  # remove exactly what is held (float drift)
+        self._tree.remove_at(loc[0], loc[1], pos, w)
+        self._forget(pos, w)
+        if qpos >= 0:
+            queue.cancel(qpos)  # type: ignore[union-attr]
+
+    def get(self) -> float | None:
+        """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
+
+        O(1) when no update moved the optimum, else O(load + n / load).
+        """
+        if self._n == 0:
+            return None
+        return self._best()[1]
+
+    def _best(self) -> tuple[float, float]:
+        if self.class_prior is not None:
+            a, b = class_coefficients(self.fn_cost, self.fp_cost, self._w0, self._w1, self.class_prior)
+            self._tree.set_coefs(a, b)
+        return self._tree.best()
+
+    @property
+    def cost(self) -> float | None:
+        """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
+        if self._n == 0:
+            return None
+        m = self._best()[0]
+        return self._tree._b * self._w0 + m
+
+    def predict_one(self, score: float) -> bool:
+        """``score > threshold``; uses ``default_threshold`` while nothing is held."""
+        thr = self.get()
+        if thr is None:
+            thr = self.default_threshold
+            if thr is None:
+                raise RuntimeError(
+                    "no labelled event is held, so there is no threshold yet; "
+                    "pass default_threshold=... to StreamingThors to predict before that"
+                )
+        return bool(score > thr)
+
+    def result(self) -> ThresholdResult | None:
+        """A :class:`ThresholdResult` for the held events (``None`` when empty). O(n / load + load)."""
+        if self._n == 0:
+            return None
+        _, thr = self._best()
+        tree = self._tree
+        n1, n0, c1, c0 = tree.totals_upto(math.inf)
+        k1, k0, ck1, ck0 = tree.totals_upto(thr) if thr != _NEG_INF else (0.0, 0.0, 0, 0)
+        a, b = class_coefficients(self.fn_cost, self.fp_cost, n0, n1, self.class_prior)
+        return ThresholdResult(
+            threshold=thr, cost=float(a * k1 + b * (n0 - k0)), n0=float(n0), n1=float(n1),
+            k0=float(k0), k1=float(k1), count0=int(c0), count1=int(c1), count_k0=int(ck0),
+            count_k1=int(ck1), fn_cost=self.fn_cost, fp_cost=self.fp_cost, class_prior=self.class_prior,
+        )
+
+    def __len__(self) -> int:
+        """Number of events held."""
+        return self._n
+
+    def __repr__(self) -> str:
+        win = f", window={self.window}" if self.window else (f", period={self.period!r}" if self.period else "")
+        return (
+            f"StreamingThors(fn_cost={self.fn_cost}, fp_cost={self.fp_cost}{win}, "
+            f"held={self._n}, threshold={self.get()})"
+        )
+
+    # ---------------------------------------------------------------- batches
+    def update_many(self, scores: Any, ys: Any, ws: Any = None, ts: Any = None) -> None:
+        """Add a batch of events, in order: the same end state as ``update`` on each.
+
+        Validates the whole batch first (nothing changes on error), then applies the
+        net change per distinct score in one pass over the touched blocks.
+        O(m log m + touched blocks * load) for a batch of m.
+        """
+        s = check_scores(scores)
+        m = s.shape[0]
+        y = check_labels(ys, m, "ys")
+        w = check_weights(ws, m, "ws")
+        w = np.ones(m) if w is None else w
+        queue = self._queue
+        t = None
+        if self._period_s is not None:
+            if ts is None:
+                raise ValueError("ts (event times) are required when period is set")
+            t = np.array([_seconds(v, "ts") for v in ts], dtype=np.float64) if not isinstance(ts, np.ndarray) else np.asarray(ts, dtype=np.float64)
+            if t.shape != (m,):
+                raise ValueError(f"ts has shape {t.shape} but scores have length {m}")
+            if not np.isfinite(t).all():
+                raise ValueError(f"ts must be finite, got {t[~np.isfinite(t)][0]!r}")
+            prev = np.concatenate([[self._last_t], t[:-1]])
+            bad = t < prev
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"ts must not decrease: got {t[i]!r} at position {i} after {prev[i]!r}")
+        if m == 0:
+            return
+        ins_s, ins_y, ins_w = s, y, w
+        out: tuple[np.ndarray, ...] | None = None
+        if queue is not None:
+            queue.push_many(s, y.astype(np.uint8), w, t)
+            if self.window is not None:
+                k = max(0, len(queue) - self.window)
+            else:
+                self._last_t = float(t[-1])  # type: ignore[index]
+                k = queue.count_expired(self._last_t - self._period_s)  # type: ignore[operator]
+            if k:
+                out = queue.pop_many(k)
+        keys = ins_s
+        sign = np.ones(m)
+        yy = ins_y
+        ww = ins_w
+        if out is not None:
+            live = out[1] != CANCELLED
+            keys = np.concatenate([ins_s, out[0][live]])
+            yy = np.concatenate([ins_y, out[1][live] == 1])
+            ww = np.concatenate([ins_w, out[2][live]])
+            sign = np.concatenate([sign, -np.ones(int(live.sum()))])
+        order = np.argsort(keys, kind="stable")
+        keys, yy, ww, sign = keys[order], yy[order], ww[order], sign[order]
+        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+        sw = sign * ww
+        dw1 = np.add.reduceat(np.where(yy, sw, 0.0), starts)
+        dw0 = np.add.reduceat(np.where(yy, 0.0, sw), starts)
+        dc1 = np.add.reduceat(np.where(yy, sign, 0.0), starts)
+        dc0 = np.add.reduceat(np.where(yy, 0.0, sign), starts)
+        self._tree.apply_sorted(keys[starts], dw1, dw0, dc1, dc0)
+        self._n += int(sign.sum())
+        if self._n == 0:
+            self._w1 = self._w0 = 0.0
+        else:
+            self._w1 += float(dw1.sum())
+            self._w0 += float(dw0.sum())
+
+    # ---------------------------------------------------------------- inspection
+    def held(self) -> tuple[np.ndarray, ...]:
+        """The held events aggregated by score: arrays ``(score, w1, w0, count1, count0)``."""
+        parts = list(self._tree.items())
+        if not parts:
+            return tuple(np.zeros(0) for _ in range(5))
+        arr = np.concatenate(parts, axis=1)
+        return arr[0], arr[W1], arr[W0], arr[C1], arr[C0]
+
+    def nbytes(self) -> int:
+        """Bytes held in numpy arrays (the structure plus the expiry queue)."""
+        return self._tree.nbytes() + (self._queue.nbytes() if self._queue is not None else 0)
