@@ -123,7 +123,7 @@ class StreamingThors:
         period: float | dt.timedelta | None = None,
         class_prior: float | None = None,
         default_threshold: float | None = None,
-        load: int = 512,
+        load: int = 1024,
     ) -> None:
         costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
         self.fn_cost, self.fp_cost = costs.fn_cost, costs.fp_cost
