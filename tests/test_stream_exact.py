@@ -13,7 +13,12 @@ from strategies import costs, dyadic_weights, event, tied_event
 
 from thors_stream import StreamingThors, thors_threshold
 
-LOADS = st.sampled_from([4, 5, 8, 512])
+from thors_stream._backend import available_backends
+
+CONFIGS = [{"backend": "python", "load": k} for k in (4, 5, 8, 512)] + [
+    {"backend": b} for b in available_backends() if b != "python"
+]
+LOADS = st.sampled_from(CONFIGS)
 
 
 def assert_matches(stt, held, fn, fp, prior=None):
@@ -56,7 +61,7 @@ def test_random_updates_reverts_windows(seq, fn, fp, window, load):
     """Model: a queue of [event, live] in update order; a count window drops the
     oldest queue entry once more than `window` updates are queued; revert cancels
     the oldest live equal event."""
-    stt = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, load=load)
+    stt = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, **load)
     queue = []
     for op, arg in seq:
         held = [e for e, live in queue if live]
@@ -78,7 +83,7 @@ def test_random_updates_reverts_windows(seq, fn, fp, window, load):
 
 @given(st.lists(st.one_of(event, tied_event), max_size=200), costs, costs, st.integers(1, 30), LOADS)
 def test_count_window_is_last_n(evs, fn, fp, window, load):
-    stt = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, load=load)
+    stt = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, **load)
     for i, (s, y, w) in enumerate(evs):
         stt.update(s, y, w)
         held = [(a, int(b), c) for a, b, c in evs[max(0, i + 1 - window) : i + 1]]
@@ -91,9 +96,10 @@ def test_count_window_is_last_n(evs, fn, fp, window, load):
     costs,
     costs,
     st.integers(1, 10),
+    LOADS,
 )
-def test_period_window_keeps_recent_events(evs, fn, fp, period):
-    stt = StreamingThors(fn_cost=fn, fp_cost=fp, period=period, load=4)
+def test_period_window_keeps_recent_events(evs, fn, fp, period, cfg):
+    stt = StreamingThors(fn_cost=fn, fp_cost=fp, period=period, **cfg)
     t = 0
     hist = []
     for (s, y, w), gap in evs:
@@ -104,9 +110,9 @@ def test_period_window_keeps_recent_events(evs, fn, fp, period):
         assert_matches(stt, held, fn, fp)
 
 
-@given(st.lists(st.one_of(event, tied_event), max_size=60), costs, costs, st.floats(0.05, 0.95))
-def test_class_prior_stream(evs, fn, fp, prior):
-    stt = StreamingThors(fn_cost=fn, fp_cost=fp, class_prior=prior, load=4)
+@given(st.lists(st.one_of(event, tied_event), max_size=60), costs, costs, st.floats(0.05, 0.95), LOADS)
+def test_class_prior_stream(evs, fn, fp, prior, cfg):
+    stt = StreamingThors(fn_cost=fn, fp_cost=fp, class_prior=prior, **cfg)
     held = []
     for s, y, w in evs:
         stt.update(s, y, w)
@@ -122,8 +128,8 @@ def test_class_prior_stream(evs, fn, fp, prior):
     LOADS,
 )
 def test_update_many_equals_sequential_updates(batches, fn, fp, window, load):
-    a = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, load=load)
-    b = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, load=load)
+    a = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, **load)
+    b = StreamingThors(fn_cost=fn, fp_cost=fp, window=window, **load)
     allev = []
     for batch in batches:
         if batch:
@@ -137,9 +143,9 @@ def test_update_many_equals_sequential_updates(batches, fn, fp, window, load):
         assert len(a) == len(b) and a.get() == b.get() and a.result() == b.result()
 
 
-@given(st.lists(st.tuples(st.one_of(event, tied_event), st.integers(0, 2)), max_size=60), costs, costs)
-def test_update_many_with_period(evs, fn, fp):
-    a = StreamingThors(fn_cost=fn, fp_cost=fp, period=3, load=4)
+@given(st.lists(st.tuples(st.one_of(event, tied_event), st.integers(0, 2)), max_size=60), costs, costs, LOADS)
+def test_update_many_with_period(evs, fn, fp, cfg):
+    a = StreamingThors(fn_cost=fn, fp_cost=fp, period=3, **cfg)
     t, hist, ts = 0, [], []
     for (s, y, w), gap in evs:
         t += gap
@@ -179,8 +185,9 @@ def test_river_rolling_and_time_rolling():
         assert len(troll.obj) == len(towned) == min(i + 1, 30)
 
 
-def test_revert_everything_leaves_an_empty_object():
-    stt = StreamingThors(fn_cost=3, fp_cost=1, load=4)
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_revert_everything_leaves_an_empty_object(cfg):
+    stt = StreamingThors(fn_cost=3, fp_cost=1, **cfg)
     rng = np.random.default_rng(0)
     evs = [(float(a), int(b), float(c)) for a, b, c in zip(rng.integers(0, 20, 300), rng.random(300) < 0.4, rng.integers(1, 4, 300))]
     for e in evs:
@@ -192,13 +199,14 @@ def test_revert_everything_leaves_an_empty_object():
     assert stt.get() == -math.inf
 
 
+@pytest.mark.parametrize("backend", available_backends())
 @pytest.mark.parametrize("w", [1.0, 2.5])
-def test_large_stream_agrees_with_batch(w):
+def test_large_stream_agrees_with_batch(w, backend):
     rng = np.random.default_rng(11)
     n, window = 30000, 5000
     s = np.where(rng.random(n) < 0.5, np.round(rng.random(n), 3), rng.random(n))
     y = rng.random(n) < 0.05
-    stt = StreamingThors(fn_cost=20, fp_cost=1, window=window, load=64)
+    stt = StreamingThors(fn_cost=20, fp_cost=1, window=window, load=64, backend=backend)
     for i in range(n):
         stt.update(float(s[i]), bool(y[i]), w)
         if i % 997 == 0 or i == n - 1:

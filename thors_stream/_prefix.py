@@ -36,8 +36,6 @@ plus O(load) vectorised work; a read after changes is O(load + K) vectorised.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
-
 import numpy as np
 
 KEY, LP, W1, W0, C1, C0 = range(6)
@@ -169,9 +167,18 @@ class SortedPrefixMin:
         i = int(keys.searchsorted(key))
         return (j, i) if keys[i] == key else None
 
-    def column(self, j: int, i: int) -> np.ndarray:
-        """Copy of the six values stored for key ``(j, i)``."""
-        return self._blocks[j][:, i].copy()
+    def held_at(self, key: float) -> tuple[float, float, float, float] | None:
+        """``(w1, w0, c1, c0)`` held at ``key``, or ``None``. O(log n)."""
+        loc = self.locate(key)
+        if loc is None:
+            return None
+        col = self._blocks[loc[0]][:, loc[1]]
+        return float(col[W1]), float(col[W0]), float(col[C1]), float(col[C0])
+
+    def remove(self, key: float, is_pos: bool, w: float) -> None:
+        """Remove one held event (the caller checked it is held). O(log n + load)."""
+        j, i = self.locate(key)  # type: ignore[misc]
+        self.remove_at(j, i, is_pos, w)
 
     # ------------------------------------------------------------------ updates
     def _touch(self, key: float, delta: float, deleted: bool) -> None:
@@ -285,12 +292,13 @@ class SortedPrefixMin:
             if n < self._load // 4:
                 self._merge_small(j)
         else:
+            # a class with no events left at this key has exactly zero weight
             if is_pos:
                 blk[C1, i] = c
-                blk[W1, i] -= w
+                blk[W1, i] = blk[W1, i] - w if c else 0.0
             else:
                 blk[C0, i] = c
-                blk[W0, i] -= w
+                blk[W0, i] = blk[W0, i] - w if c else 0.0
             self._lprows[j][i:n] += delta
             self._dirty.add(j)
         self._touch(key, delta, deleted)
@@ -394,7 +402,7 @@ class SortedPrefixMin:
         self._best = (0.0, _NEG_INF) if m >= 0.0 else (m, float(self._keyrows[jj][barg[jj]]))
         return self._best
 
-    def totals_upto(self, key: float) -> np.ndarray:
+    def totals_upto(self, key: float) -> tuple[float, float, float, float]:
         """Sums of rows W1, W0, C1, C0 over keys ``<= key``. O(n / load + load)."""
         out = np.zeros(4)
         for blk, n, mx in zip(self._blocks, self._sizes, self._maxes):
@@ -404,12 +412,13 @@ class SortedPrefixMin:
                 i = int(blk[KEY].searchsorted(key, side="right"))
                 out += blk[W1:, :i].sum(axis=1)
                 break
-        return out
+        return tuple(out.tolist())  # type: ignore[return-value]
 
-    def items(self) -> Iterator[np.ndarray]:
-        """Yield the used ``(6, size)`` part of every block, in key order."""
-        for blk, n in zip(self._blocks, self._sizes):
-            yield blk[:, :n]
+    def export(self) -> np.ndarray:
+        """Rows ``(key, w1, w0, c1, c0)`` of every held key, in key order, as ``(5, n)``."""
+        if not self._blocks:
+            return np.zeros((5, 0))
+        return np.concatenate([blk[[KEY, W1, W0, C1, C0], :n] for blk, n in zip(self._blocks, self._sizes)], axis=1)
 
     def nbytes(self) -> int:
         """Bytes held by the numpy arrays (blocks and block summaries)."""

@@ -1,11 +1,15 @@
 """The expiry queue of a windowed :class:`~thors_stream.StreamingThors`.
 
-A FIFO of held events in growable numpy ring buffers: score (8 bytes), label
-(1 byte: 0, 1, or ``CANCELLED`` for an event removed early by ``revert``), weight
-(8 bytes) and, for time windows, time (8 bytes). Push and pop are O(1) amortised.
+A FIFO of held events in growable ring buffers: score (8 bytes), label (1 byte: 0,
+1, or ``CANCELLED`` for an event removed early by ``revert``), weight (8 bytes)
+and, for time windows, time (8 bytes). The buffers are ``array.array`` /
+``bytearray`` (fast scalar access from Python) with zero-copy numpy views for the
+batch operations. Push and pop are O(1) amortised.
 """
 
 from __future__ import annotations
+
+from array import array
 
 import numpy as np
 
@@ -23,10 +27,14 @@ class EventQueue:
 
     def _alloc(self, cap: int) -> None:
         old = self._size and self.arrays()
-        self._s = np.empty(cap)
-        self._y = np.empty(cap, dtype=np.uint8)
-        self._w = np.empty(cap)
-        self._t = np.empty(cap if self.timed else 0)
+        self._ps = array("d", bytes(8 * cap))
+        self._py = bytearray(cap)
+        self._pw = array("d", bytes(8 * cap))
+        self._pt = array("d", bytes(8 * cap if self.timed else 0))
+        self._s = np.frombuffer(self._ps, dtype=np.float64)
+        self._y = np.frombuffer(self._py, dtype=np.uint8)
+        self._w = np.frombuffer(self._pw, dtype=np.float64)
+        self._t = np.frombuffer(self._pt, dtype=np.float64)
         self._cap = cap
         self._head = 0
         if old:
@@ -34,6 +42,17 @@ class EventQueue:
             self._s[:n], self._y[:n], self._w[:n] = old[0], old[1], old[2]
             if self.timed:
                 self._t[:n] = old[3]
+
+    def __getstate__(self) -> dict:
+        return {"timed": self.timed, "arrays": self.arrays(), "cap": self._cap}
+
+    def __setstate__(self, state: dict) -> None:
+        self.timed = state["timed"]
+        self._size = 0
+        self._alloc(state["cap"])
+        arrays = state["arrays"]
+        if arrays[0].shape[0]:
+            self.push_many(*arrays)
 
     def __len__(self) -> int:
         return self._size
@@ -45,24 +64,24 @@ class EventQueue:
         i = self._head + self._size
         if i >= self._cap:
             i -= self._cap
-        self._s[i] = s
-        self._y[i] = y
-        self._w[i] = w
+        self._ps[i] = s
+        self._py[i] = y
+        self._pw[i] = w
         if self.timed:
-            self._t[i] = t
+            self._pt[i] = t
         self._size += 1
 
     def pop(self) -> tuple[float, int, float]:
         """Remove and return the oldest ``(score, label, weight)``. O(1)."""
         i = self._head
-        rec = (self._s.item(i), self._y.item(i), self._w.item(i))
+        rec = (self._ps[i], self._py[i], self._pw[i])
         self._head = i + 1 if i + 1 < self._cap else 0
         self._size -= 1
         return rec
 
     def oldest_time(self) -> float:
         """Time of the oldest record (timed queues only)."""
-        return self._t.item(self._head)
+        return self._pt[self._head]
 
     def _index(self, lo: int, hi: int) -> np.ndarray:
         return (self._head + np.arange(lo, hi)) % self._cap

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._prefix import C0, C1, W0, W1, SortedPrefixMin
+from ._backend import export_rows, make_tree, resolve_backend
 from ._queue import CANCELLED, EventQueue
 from ._validation import (
     check_class_prior,
@@ -85,15 +85,20 @@ class StreamingThors:
         O(n) whenever the class totals changed, since every key's value changes.
     default_threshold
         What :meth:`predict_one` uses while nothing is held (else it raises).
+    backend
+        ``"auto"`` (compiled treap when built, else numpy blocks), ``"c"`` or
+        ``"python"``; both give identical answers (see :mod:`thors_stream._backend`).
     load
-        Block size of the underlying structure (tuning only).
+        Block size of the numpy backend (tuning only).
 
     Complexity
     ----------
-    ``update``/``revert``: O(log n) search plus an O(load) move in C. ``get``: O(1)
-    when the optimum provably did not move, else O(load + n / load) in numpy.
-    ``update_many``: O(m log m + touched blocks * load). Memory: about 64-100 bytes
-    per held event (keys in float64 blocks; the expiry queue adds 17-25 bytes).
+    Compiled backend: ``update``/``revert`` O(log n) expected, ``get``/``cost`` O(1),
+    ``update_many`` O(m log m + m log n), ``result`` O(n); 72 bytes per distinct
+    score. Numpy backend: ``update``/``revert`` O(log n + load), ``get`` O(1) when
+    the optimum provably did not move, else O(load + n / load); 48 bytes per
+    distinct score per row-slot. The expiry queue adds 17 (window) or 25 (period)
+    bytes per held event.
 
     Exactness
     ---------
@@ -123,6 +128,7 @@ class StreamingThors:
         period: float | dt.timedelta | None = None,
         class_prior: float | None = None,
         default_threshold: float | None = None,
+        backend: str = "auto",
         load: int = 1024,
     ) -> None:
         costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
@@ -143,7 +149,8 @@ class StreamingThors:
         self.class_prior = check_class_prior(class_prior)
         self.default_threshold = None if default_threshold is None else check_score(default_threshold)
         self._load = load
-        self._tree = SortedPrefixMin(self.fn_cost, self.fp_cost, load=load)
+        self.backend = resolve_backend(backend)
+        self._tree = make_tree(self.fn_cost, self.fp_cost, self.backend, load)
         timed = period is not None
         self._queue = EventQueue(timed, min(window, 1024) if window else 1024) if (window or timed) else None
         self._last_t = -math.inf
@@ -160,7 +167,10 @@ class StreamingThors:
         the object unchanged. O(log n + load).
         """
         s = score if type(score) is float and score - score == 0.0 else check_score(score)
-        pos = _label(y)
+        try:
+            pos = _LABELS[y]
+        except (KeyError, TypeError):
+            raise ValueError(f"label must be 0, 1, False or True, got {y!r}") from None
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
         queue = self._queue
@@ -185,7 +195,10 @@ class StreamingThors:
         queue.push(s, pos, w, tf)
         if self.window is not None:
             while len(queue) > self.window:
-                self._expire_one()
+                s, y, w = queue.pop()
+                if y != CANCELLED:
+                    self._tree.remove(s, y, w)
+                    self._forget(y, w)
         else:
             self._last_t = tf
             cutoff = tf - self._period_s  # type: ignore[operator]
@@ -196,9 +209,7 @@ class StreamingThors:
         s, y, w = self._queue.pop()  # type: ignore[union-attr]
         if y == CANCELLED:
             return
-        tree = self._tree
-        j, i = tree.locate(s)  # type: ignore[misc]
-        tree.remove_at(j, i, y == 1, w)
+        self._tree.remove(s, y == 1, w)
         self._forget(y == 1, w)
 
     def _forget(self, pos: bool, w: float) -> None:
@@ -223,11 +234,11 @@ class StreamingThors:
         s = check_score(score)
         pos = _label(y)
         w = check_weight(w)
-        loc = self._tree.locate(s)
-        if loc is None:
+        col = self._tree.held_at(s)
+        if col is None:
             raise KeyError(f"no held event has score {score!r}")
-        col = self._tree.column(*loc)
-        count, held_w = (col[C1], col[W1]) if pos else (col[C0], col[W0])
+        w1, w0, c1, c0 = col
+        count, held_w = (c1, w1) if pos else (c0, w0)
         label = int(pos)
         if count == 0:
             raise KeyError(f"no held event has score {score!r} and label {y!r}")
@@ -244,7 +255,7 @@ class StreamingThors:
             )
         if count == 1:
             w = held_w  # remove exactly what is held (float drift)
-        self._tree.remove_at(loc[0], loc[1], pos, w)
+        self._tree.remove(s, pos, w)
         self._forget(pos, w)
         if qpos >= 0:
             queue.cancel(qpos)  # type: ignore[union-attr]
@@ -379,12 +390,23 @@ class StreamingThors:
 
     # ---------------------------------------------------------------- inspection
     def held(self) -> tuple[np.ndarray, ...]:
-        """The held events aggregated by score: arrays ``(score, w1, w0, count1, count0)``."""
-        parts = list(self._tree.items())
-        if not parts:
-            return tuple(np.zeros(0) for _ in range(5))
-        arr = np.concatenate(parts, axis=1)
-        return arr[0], arr[W1], arr[W0], arr[C1], arr[C0]
+        """The held events aggregated by score: arrays ``(score, w1, w0, count1, count0)``. O(n)."""
+        return tuple(export_rows(self._tree))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_tree"] = export_rows(self._tree)
+        state["_tree_coefs"] = (self._tree._a, self._tree._b)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        rows = state.pop("_tree")
+        a, b = state.pop("_tree_coefs")
+        self.__dict__.update(state)
+        self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
+        self._tree = make_tree(a, b, self.backend, self._load)
+        if rows.shape[1]:
+            self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
 
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (the structure plus the expiry queue)."""
