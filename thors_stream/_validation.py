@@ -77,7 +77,7 @@ def check_scores(scores: Any, name: str = "scores") -> np.ndarray:
     finite = np.isfinite(arr)
     if not finite.all():
         i = _first_bad(~finite)
-        raise ValueError(f"{name} must be finite, got {arr[i]!r} at position {i}")
+        raise ValueError(f"{name} must be finite, got {arr[i].item()!r} at position {i}")
     return arr
 
 
@@ -94,7 +94,7 @@ def check_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
         bad = (arr != 0) & (arr != 1)
         if bad.any():
             i = _first_bad(bad)
-            raise ValueError(f"{name} must hold only 0/1/False/True, got {arr[i]!r} at position {i}")
+            raise ValueError(f"{name} must hold only 0/1/False/True, got {arr[i].item()!r} at position {i}")
         return arr == 1
     if arr.dtype == object:
         out = np.empty(n, dtype=np.bool_)
@@ -123,5 +123,5 @@ def check_weights(w: Any, n: int, name: str = "sample_weight") -> np.ndarray | N
     bad = ~((arr > 0) & np.isfinite(arr))
     if bad.any():
         i = _first_bad(bad)
-        raise ValueError(f"{name} must be finite and > 0, got {arr[i]!r} at position {i}")
+        raise ValueError(f"{name} must be finite and > 0, got {arr[i].item()!r} at position {i}")
     return arr

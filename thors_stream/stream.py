@@ -343,12 +343,12 @@ class StreamingThors:
             if t.shape != (m,):
                 raise ValueError(f"ts has shape {t.shape} but scores have length {m}")
             if not np.isfinite(t).all():
-                raise ValueError(f"ts must be finite, got {t[~np.isfinite(t)][0]!r}")
+                raise ValueError(f"ts must be finite, got {t[~np.isfinite(t)][0].item()!r}")
             prev = np.concatenate([[self._last_t], t[:-1]])
             bad = t < prev
             if bad.any():
                 i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"ts must not decrease: got {t[i]!r} at position {i} after {prev[i]!r}")
+                raise ValueError(f"ts must not decrease: got {t[i].item()!r} at position {i} after {prev[i].item()!r}")
         if m == 0:
             return
         ins_s, ins_y, ins_w = s, y, w

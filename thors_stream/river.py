@@ -1,0 +1,405 @@
+"""river integration: a cost-sensitive post-processor for any river classifier.
+
+:class:`ThorsClassifier` wraps a river classifier (or a pipeline ending in one) and
+replaces its decision rule by the THORS threshold of its own out-of-sample scores,
+kept up to date over a sliding window with :class:`~thors_stream.StreamingThors`.
+
+This module is ``thors_stream.river``; inside it ``import river`` is an absolute
+import and resolves to the river package itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import inspect
+import math
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+from river import base
+
+from ._validation import check_label, check_weight
+from .stream import StreamingThors
+
+__all__ = ["ThorsClassifier"]
+
+_NO_KWARGS: dict[str, Any] = {}
+
+
+def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
+    """Extra keyword arguments ``model.method`` accepts; ``None`` means any (``**kwargs``).
+
+    The same routing rule as ``river.compose.Pipeline``: read off the class so it keeps
+    working when instance attribute access is patched.
+    """
+    try:
+        params = inspect.signature(getattr(type(model), method)).parameters
+    except (TypeError, ValueError, AttributeError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return frozenset(params) - {"self", "x", "y"}
+
+
+def _seconds(t: Any) -> float:
+    """An event time as seconds: a number, or a ``datetime`` (its POSIX timestamp)."""
+    if isinstance(t, dt.datetime):
+        return t.timestamp()
+    if isinstance(t, (bool, str, bytes)) or t is None:
+        raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}")
+    try:
+        f = float(t)
+    except (TypeError, ValueError):
+        raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"t must be finite, got {t!r}")
+    return f
+
+
+def _same_features(cached: dict, x: Any) -> bool:
+    try:
+        return bool(cached == x)
+    except Exception:  # e.g. array-valued features: comparison is ambiguous
+        return False
+
+
+class ThorsClassifier(base.Wrapper, base.Classifier):
+    """Cost-sensitive decisions for any river classifier: the streaming THORS threshold.
+
+    The wrapped model keeps learning as usual; only its decision rule changes. Each
+    labelled event is scored by the model *before* the model learns from it (an
+    out-of-sample, prequential score), the pair ``(score, y)`` goes into a
+    :class:`~thors_stream.StreamingThors` over the last ``window`` labelled events, and
+    :meth:`predict_one` answers ``score > threshold`` with the threshold that minimises
+    ``fn_cost * #FN + fp_cost * #FP`` on those events. The score is the model's
+    ``predict_proba_one(x)`` probability of the positive class (the key ``True``, which
+    is also the key ``1``; 0.0 when the dict lacks it).
+
+    Until ``warm_up`` labelled events, among them both classes, have been learned, the
+    threshold is ``default_threshold``, by default Elkan's ``fp_cost / (fp_cost +
+    fn_cost)`` (the optimum for calibrated probabilities).
+
+    **Delayed labels.** When the label arrives long after the decision (a chargeback
+    days after a payment), the score the decision was made with is the one to
+    threshold: call ``predict_one(x, key=k)`` (or ``predict_proba_one``) at decision
+    time and ``learn_one(x, y, key=k)`` when the label comes. The score is stored under
+    ``k`` (at most ``max_pending`` of them; the oldest is dropped when full) and used,
+    then forgotten, by ``learn_one``; an unknown key raises ``KeyError`` and changes
+    nothing. With ``river.evaluate.progressive_val_score`` let the dataset yield
+    ``(x, y, {"key": i})``: river passes the dict to both calls. Without a key, the
+    score computed by the last ``predict_one``/``predict_proba_one`` is reused by
+    ``learn_one`` when ``x`` is equal and nothing was learned since (the model has not
+    changed, so it is the same number); otherwise ``learn_one`` scores ``x`` itself.
+
+    Parameters
+    ----------
+    classifier
+        A binary river classifier with ``predict_proba_one`` (a pipeline is fine). The
+        wrapper trains this very object (no copy), as river's wrappers do.
+    fn_cost, fp_cost
+        Cost of a false negative (a positive predicted negative) and of a false
+        positive; finite and > 0.
+    window
+        Threshold on the last ``window`` labelled events (``None``: on all of them).
+    period
+        Instead of ``window``: threshold on the events whose time ``t`` lies within
+        ``period`` (seconds or a ``timedelta``) of the newest one. ``learn_one`` then
+        needs ``t=...`` (seconds or a ``datetime``, non-decreasing); set ``window=None``.
+    warm_up
+        Labelled events to learn (both classes among them) before the THORS threshold
+        replaces ``default_threshold``.
+    default_threshold
+        Threshold used before that; ``None`` means ``fp_cost / (fp_cost + fn_cost)``.
+    class_prior
+        Population share of positives when the labelled events are a biased sample
+        (see :class:`~thors_stream.StreamingThors`).
+    max_pending
+        Most scores kept for delayed labels (``key=``) at once.
+
+    Attributes
+    ----------
+    thors
+        The underlying :class:`~thors_stream.StreamingThors` (read its ``cost`` or
+        ``result()``; do not update it directly).
+
+    Complexity
+    ----------
+    ``learn_one``: the model's own ``learn_one``, plus one ``predict_proba_one`` unless
+    the score is reused, plus one ``StreamingThors.update`` (O(log window)).
+    ``predict_one``: the model's ``predict_proba_one`` plus a threshold read (O(1)
+    when the optimum did not move). Memory: the model plus about 100 bytes per
+    windowed event and per pending key.
+
+    Examples
+    --------
+    >>> from river import datasets, evaluate, linear_model, preprocessing
+    >>> from thors_stream.metrics import Cost
+    >>> model = preprocessing.StandardScaler() | ThorsClassifier(
+    ...     linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window=500, warm_up=50
+    ... )
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, Cost(fn_cost=10, fp_cost=1))
+    Cost: 1,041.00
+    >>> model["ThorsClassifier"].threshold < 0.5
+    True
+
+    Delayed labels: each label arrives 100 events after its decision, and the decision
+    score is passed on through ``key``.
+
+    >>> model = model.clone()
+    >>> dataset = ((x, y, {"key": i}) for i, (x, y) in enumerate(datasets.Phishing()))
+    >>> evaluate.progressive_val_score(dataset, model, Cost(fn_cost=10, fp_cost=1), delay=100)
+    Cost: 1,328.00
+    """
+
+    def __init__(
+        self,
+        classifier: base.Classifier,
+        *,
+        fn_cost: float,
+        fp_cost: float,
+        window: int | None = 10_000,
+        period: float | dt.timedelta | None = None,
+        warm_up: int = 100,
+        default_threshold: float | None = None,
+        class_prior: float | None = None,
+        max_pending: int = 100_000,
+    ) -> None:
+        if period is not None and window is not None:
+            raise ValueError(
+                f"window={window!r} and period={period!r} are exclusive: pass window=None to use a time window"
+            )
+        if isinstance(warm_up, bool) or not isinstance(warm_up, int) or warm_up < 0:
+            raise ValueError(f"warm_up must be an integer >= 0, got {warm_up!r}")
+        if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
+            raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
+        # StreamingThors validates costs, window, period, class_prior and default_threshold.
+        thors = StreamingThors(
+            fn_cost=fn_cost,
+            fp_cost=fp_cost,
+            window=window,
+            period=period,
+            class_prior=class_prior,
+            default_threshold=default_threshold,
+        )
+        self.classifier = classifier
+        self.fn_cost = fn_cost
+        self.fp_cost = fp_cost
+        self.window = window
+        self.period = period
+        self.warm_up = warm_up
+        self.default_threshold = default_threshold
+        self.class_prior = class_prior
+        self.max_pending = max_pending
+
+        self._thors = thors
+        self._default = (
+            thors.default_threshold
+            if thors.default_threshold is not None
+            else thors.fp_cost / (thors.fp_cost + thors.fn_cost)
+        )
+        self._timed = period is not None
+        self._last_t = -math.inf
+        self._n_learned = 0
+        self._n_pos = 0
+        self._ready = False
+        self._pending: collections.OrderedDict[Hashable, float] = collections.OrderedDict()
+        self._n_evicted = 0
+        self._cache_x: dict | None = None
+        self._cache_score = 0.0
+        self._routes: dict[str, frozenset[str] | None] = {}
+
+    # ---------------------------------------------------------------- river plumbing
+    @property
+    def _wrapped_model(self) -> base.Classifier:
+        return self.classifier
+
+    @property
+    def _multiclass(self) -> bool:
+        return False  # a threshold decides between two classes
+
+    @property
+    def _supervised(self) -> bool:
+        return True
+
+    @classmethod
+    def _unit_test_params(cls) -> Iterator[dict[str, Any]]:
+        from river import linear_model, naive_bayes, preprocessing, tree
+
+        yield {"classifier": linear_model.LogisticRegression(), "fn_cost": 5.0, "fp_cost": 1.0}
+        yield {
+            "classifier": naive_bayes.GaussianNB(),
+            "fn_cost": 1.0,
+            "fp_cost": 3.0,
+            "window": 200,
+            "warm_up": 20,
+        }
+        yield {"classifier": tree.HoeffdingTreeClassifier(), "fn_cost": 10.0, "fp_cost": 1.0, "window": None}
+        yield {
+            "classifier": preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+            "fn_cost": 2.0,
+            "fp_cost": 1.0,
+            "window": 300,
+            "warm_up": 0,
+        }
+
+    def _route(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The subset of ``kwargs`` the wrapped model's ``method`` accepts (as Pipeline does)."""
+        if not kwargs:
+            return kwargs
+        try:
+            accepted = self._routes[method]
+        except KeyError:
+            accepted = self._routes[method] = _accepted_kwargs(self.classifier, method)
+        if accepted is None:
+            return kwargs
+        return {k: v for k, v in kwargs.items() if k in accepted}
+
+    # ---------------------------------------------------------------- scoring
+    def _proba(self, x: dict, kwargs: dict[str, Any]) -> dict:
+        try:
+            return self.classifier.predict_proba_one(x, **self._route("predict_proba_one", kwargs))
+        except NotImplementedError:
+            raise NotImplementedError(
+                f"{type(self.classifier).__name__} has no predict_proba_one; ThorsClassifier thresholds "
+                "the probability of the positive class, so it needs a model that gives one"
+            ) from None
+
+    def _remember(self, x: Any, score: float, key: Hashable | None) -> None:
+        if key is not None:
+            pending = self._pending
+            if key in pending:
+                pending.move_to_end(key)
+            elif len(pending) >= self.max_pending:
+                pending.popitem(last=False)
+                self._n_evicted += 1
+            pending[key] = score
+        self._cache_x = dict(x)
+        self._cache_score = score
+
+    def predict_proba_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> dict:
+        """The wrapped model's probabilities, unchanged.
+
+        With ``key``, the probability of the positive class is stored for a later
+        ``learn_one(x, y, key=key)`` (delayed labels), replacing any score stored
+        under that key. Other keyword arguments go to the model when it accepts them.
+        """
+        proba = self._proba(x, kwargs)
+        self._remember(x, float(proba.get(True, 0.0)) if proba else 0.0, key)
+        return proba
+
+    def predict_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> bool:
+        """``True`` iff the model's probability of the positive class exceeds :attr:`threshold`.
+
+        Returns a bool (equal to 1/0, so it compares equal to 0/1 labels). With
+        ``key``, the score is stored for a later ``learn_one(x, y, key=key)``.
+        O(predict_proba_one) plus an O(1) threshold read when the optimum did not move.
+        """
+        proba = self._proba(x, kwargs)
+        score = float(proba.get(True, 0.0)) if proba else 0.0
+        self._remember(x, score, key)
+        return score > self.threshold
+
+    # ---------------------------------------------------------------- learning
+    def learn_one(
+        self,
+        x: dict,
+        y: Any,
+        *,
+        key: Hashable | None = None,
+        w: float | None = None,
+        t: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        """Record the out-of-sample score of ``x`` with label ``y``, then let the model learn.
+
+        ``y`` must be 0, 1, ``False`` or ``True``. ``key``: use the score stored by
+        ``predict_one(x, key=key)`` (delayed labels) and forget it. ``w`` (> 0) weights
+        the event in the threshold's cost (e.g. its amount) and is passed to the
+        model's ``learn_one`` when that accepts ``w``. ``t``: the event time, required
+        with ``period`` (ignored otherwise). Other keyword arguments go to the model
+        when it accepts them. Invalid input (label, weight, time, unknown key, a
+        non-finite score) raises before anything changes.
+        """
+        pos = y if (y is True or y is False) else check_label(y) == 1
+        wt = 1.0 if w is None else check_weight(w)
+        tf = None
+        if self._timed:
+            if t is None:
+                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...)")
+            tf = _seconds(t)
+            if tf < self._last_t:
+                raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
+        if key is not None:
+            try:
+                score = self._pending[key]
+            except KeyError:
+                raise KeyError(
+                    f"unknown key {key!r}: no score is pending under it (predict_one/predict_proba_one was not "
+                    "called with this key, its label was already learned, or it was evicted: at most "
+                    f"max_pending={self.max_pending} scores are kept, {self._n_evicted} evicted so far)"
+                ) from None
+        else:
+            cached = self._cache_x
+            if cached is not None and _same_features(cached, x):
+                score = self._cache_score
+            else:
+                proba = self._proba(x, kwargs)
+                score = float(proba.get(True, 0.0)) if proba else 0.0
+        if not math.isfinite(score):
+            raise ValueError(
+                f"the model's probability of the positive class is {score!r}, not a finite number; nothing was learned"
+            )
+
+        self._cache_x = None
+        model_kwargs = self._route("learn_one", kwargs) if kwargs else _NO_KWARGS
+        if w is not None and self._model_takes_w():
+            model_kwargs = {**model_kwargs, "w": w}
+        self.classifier.learn_one(x, y, **model_kwargs)
+
+        self._thors.update(score, pos, wt, tf)
+        if tf is not None:
+            self._last_t = tf
+        if key is not None:
+            del self._pending[key]
+        self._n_learned += 1
+        if pos:
+            self._n_pos += 1
+        if not self._ready:
+            self._ready = self._n_learned >= self.warm_up and 0 < self._n_pos < self._n_learned
+
+    def _model_takes_w(self) -> bool:
+        try:
+            accepted = self._routes["learn_one"]
+        except KeyError:
+            accepted = self._routes["learn_one"] = _accepted_kwargs(self.classifier, "learn_one")
+        return accepted is None or "w" in accepted
+
+    # ---------------------------------------------------------------- inspection
+    @property
+    def threshold(self) -> float:
+        """The threshold :meth:`predict_one` uses now: THORS once warmed up, else the default.
+
+        ``-inf`` means every event is predicted positive. Falls back to the default
+        when a time window has emptied.
+        """
+        if self._ready:
+            thr = self._thors.get()
+            if thr is not None:
+                return thr
+        return self._default
+
+    @property
+    def thors(self) -> StreamingThors:
+        """The underlying :class:`~thors_stream.StreamingThors` (read only)."""
+        return self._thors
+
+    @property
+    def warmed_up(self) -> bool:
+        """Whether the THORS threshold is in use (``warm_up`` events, both classes, learned)."""
+        return self._ready
+
+    @property
+    def n_pending(self) -> int:
+        """Number of scores stored under a key and waiting for their label."""
+        return len(self._pending)
