@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from thors_stream import thors_threshold  # noqa: E402
+from thors_stream import thors_threshold
 
 FN, FP = 10.0, 1.0
 
@@ -95,15 +95,15 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for n in sizes:
         s, y = data(n)
-        t_thors, r = best_of(lambda: thors_threshold(s, y, fn_cost=FN, fp_cost=FP), repeat)
+        t_thors, r = best_of(lambda s=s, y=y: thors_threshold(s, y, fn_cost=FN, fp_cost=FP), repeat)
         w = np.ones(n)
-        t_w, rw = best_of(lambda: thors_threshold(s, y, fn_cost=FN, fp_cost=FP, sample_weight=w), repeat)
+        t_w, rw = best_of(lambda s=s, y=y, w=w: thors_threshold(s, y, fn_cost=FN, fp_cost=FP, sample_weight=w), repeat)
         assert rw.threshold == r.threshold and rw.cost == r.cost
-        t_sort, _ = best_of(lambda: np.argsort(s), repeat)
+        t_sort, _ = best_of(lambda s=s: np.argsort(s), repeat)
         sk_t = sk_c = "-"
         ratio = "-"
         if not args.no_sklearn and n <= 1_000_000:
-            t_sk, thr = best_of(lambda: sklearn_search(s, y), 1 if not args.quick else 1)
+            t_sk, thr = best_of(lambda s=s, y=y: sklearn_search(s, y), 1)
             sk_c = f"{cost_ge(s, y, thr):,.0f}"
             sk_t = f"{t_sk:.2f}"
             ratio = f"{t_sk / t_thors:,.0f}x"

@@ -31,8 +31,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from thors_stream import StreamingThors  # noqa: E402
-from thors_stream._backend import available_backends  # noqa: E402
+from thors_stream import StreamingThors
+from thors_stream._backend import available_backends
 
 FN, FP, POS_RATE = 10.0, 1.0, 0.05
 
@@ -69,7 +69,9 @@ def time_naive(s: np.ndarray, y: np.ndarray, n: int, events: int) -> tuple[float
     return statistics.median(times) * 1e6, thr
 
 
-def time_stream(s: np.ndarray, y: np.ndarray, n: int, events: int, backend: str, chunk: int = 500) -> tuple[float, float]:
+def time_stream(
+    s: np.ndarray, y: np.ndarray, n: int, events: int, backend: str, chunk: int = 500
+) -> tuple[float, float]:
     st = StreamingThors(fn_cost=FN, fp_cost=FP, window=n, backend=backend)
     st.update_many(s[:n], y[:n])
     st.get()

@@ -47,7 +47,7 @@ def test_weighted_equals_oracle(evs, fn, fp):
 def test_class_prior_within_rounding_of_oracle(evs, fn, fp, prior):
     s, y, w = zip(*evs)
     r = thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w, class_prior=prior)
-    thr, best, all_costs = brute_force(evs, fn, fp, prior)
+    _, best, all_costs = brute_force(evs, fn, fp, prior)
     tol = Fraction(1e-9) * (abs(best) + max(all_costs.values()))
     assert all_costs[r.threshold] <= best + tol
     # no smaller threshold is clearly cheaper
@@ -55,13 +55,15 @@ def test_class_prior_within_rounding_of_oracle(evs, fn, fp, prior):
     assert math.isclose(r.cost, float(all_costs[r.threshold]), rel_tol=1e-9, abs_tol=1e-9)
 
 
-@given(st.lists(st.tuples(st.floats(-1, 1), st.booleans(), st.floats(1e-3, 1e3)), min_size=1, max_size=80), costs, costs)
+@given(
+    st.lists(st.tuples(st.floats(-1, 1), st.booleans(), st.floats(1e-3, 1e3)), min_size=1, max_size=80), costs, costs
+)
 def test_float_weights_within_stated_rounding_bound(evs, fn, fp):
     """Arbitrary float weights: the returned threshold's exact cost is within the
     documented bound n * eps * (fn * W1 + fp * W0) of the exact optimum."""
     s, y, w = zip(*evs)
     r = thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w)
-    thr, best, all_costs = brute_force(evs, fn, fp)
+    _, best, all_costs = brute_force(evs, fn, fp)
     total = sum(Fraction(fn) * Fraction(x) if lab else Fraction(fp) * Fraction(x) for _, lab, x in evs)
     bound = 4 * len(evs) * Fraction(2.0**-52) * total
     assert all_costs[r.threshold] <= best + bound

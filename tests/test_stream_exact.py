@@ -9,10 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from oracle import brute_force
-from strategies import costs, dyadic_weights, event, tied_event
+from strategies import costs, event, tied_event
 
 from thors_stream import StreamingThors, thors_threshold
-
 from thors_stream._backend import available_backends
 
 CONFIGS = [{"backend": "python", "load": k} for k in (4, 5, 8, 512)] + [
@@ -110,6 +109,41 @@ def test_period_window_keeps_recent_events(evs, fn, fp, period, cfg):
         assert_matches(stt, held, fn, fp)
 
 
+@given(
+    st.lists(st.tuples(st.one_of(event, tied_event), st.integers(-4, 3)), max_size=80),
+    costs,
+    costs,
+    st.integers(1, 6),
+    st.booleans(),
+    LOADS,
+)
+def test_period_with_late_events(evs, fn, fp, period, batched, cfg):
+    """Labels may arrive out of time order: held = events with t > newest t - period."""
+    stt = StreamingThors(fn_cost=fn, fp_cost=fp, period=period, **cfg)
+    clock, newest, hist, batch = 0, -math.inf, [], []
+    for (s, y, w), jump in evs:
+        clock += max(jump, 0)
+        t = clock + min(jump, 0)  # negative jumps: a late event, before the clock
+        hist.append((t, (s, int(y), w)))
+        newest = max(newest, t)
+        if batched:
+            batch.append((s, y, w, t))
+            continue
+        stt.update(s, y, w, t=t)
+        assert_matches(stt, [e for ti, e in hist if ti > newest - period], fn, fp)
+    if batched and batch:
+        s, y, w, t = zip(*batch)
+        stt.update_many(s, y, w, ts=t)
+        assert_matches(stt, [e for ti, e in hist if ti > newest - period], fn, fp)
+    held = [e for ti, e in hist if ti > newest - period]
+    for e in held[::3]:  # held events, late ones included, can be reverted
+        stt.revert(*e)
+    remaining = list(held)
+    for e in held[::3]:
+        remaining.remove(e)
+    assert_matches(stt, remaining, fn, fp)
+
+
 @given(st.lists(st.one_of(event, tied_event), max_size=60), costs, costs, st.floats(0.05, 0.95), LOADS)
 def test_class_prior_stream(evs, fn, fp, prior, cfg):
     stt = StreamingThors(fn_cost=fn, fp_cost=fp, class_prior=prior, **cfg)
@@ -189,7 +223,8 @@ def test_river_rolling_and_time_rolling():
 def test_revert_everything_leaves_an_empty_object(cfg):
     stt = StreamingThors(fn_cost=3, fp_cost=1, **cfg)
     rng = np.random.default_rng(0)
-    evs = [(float(a), int(b), float(c)) for a, b, c in zip(rng.integers(0, 20, 300), rng.random(300) < 0.4, rng.integers(1, 4, 300))]
+    keys, labs, ws = rng.integers(0, 20, 300), rng.random(300) < 0.4, rng.integers(1, 4, 300)
+    evs = [(float(a), int(b), float(c)) for a, b, c in zip(keys, labs, ws)]
     for e in evs:
         stt.update(*e)
     for e in reversed(evs):
@@ -211,5 +246,6 @@ def test_large_stream_agrees_with_batch(w, backend):
         stt.update(float(s[i]), bool(y[i]), w)
         if i % 997 == 0 or i == n - 1:
             lo = max(0, i + 1 - window)
-            ref = thors_threshold(s[lo : i + 1], y[lo : i + 1], fn_cost=20, fp_cost=1, sample_weight=np.full(i + 1 - lo, w))
+            wts = np.full(i + 1 - lo, w)
+            ref = thors_threshold(s[lo : i + 1], y[lo : i + 1], fn_cost=20, fp_cost=1, sample_weight=wts)
             assert stt.result() == ref

@@ -68,7 +68,7 @@ static inline void pull(CTree *t, int32_t i) {
 
 static int reserve(CTree *t) {
     if (t->free_head != NIL || t->used < t->cap) return 0;
-    int64_t cap = t->cap ? (int64_t)t->cap + t->cap / 2 + 16 : 64;
+    int64_t cap = t->cap ? (int64_t)t->cap + t->cap / 4 + 16 : 64; /* 1.25x: <= 25% slack */
     if (cap > INT32_MAX) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
     Node *ns = PyMem_Realloc(t->nodes, (size_t)cap * sizeof(Node));
     if (!ns) { PyErr_NoMemory(); return -1; }

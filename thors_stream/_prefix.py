@@ -36,6 +36,7 @@ plus O(load) vectorised work; a read after changes is O(load + K) vectorised.
 from __future__ import annotations
 
 from bisect import bisect_left
+
 import numpy as np
 
 KEY, LP, W1, W0, C1, C0 = range(6)

@@ -11,7 +11,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_scores", "check_labels", "check_weights", "check_class_prior", "check_label", "check_score", "check_weight"]
+__all__ = [
+    "check_class_prior",
+    "check_label",
+    "check_labels",
+    "check_score",
+    "check_scores",
+    "check_weight",
+    "check_weights",
+]
 
 
 def check_score(score: Any) -> float:

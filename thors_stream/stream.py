@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from sortedcontainers import SortedList
 
 from ._backend import export_rows, make_tree, resolve_backend
 from ._queue import CANCELLED, EventQueue
@@ -78,7 +79,8 @@ class StreamingThors:
     period
         Keep only events whose time ``t`` is within ``period`` of the newest event's
         time: those with ``t > t_newest - period``. Seconds or a ``timedelta``;
-        ``update`` then needs ``t`` (seconds or ``datetime``), non-decreasing.
+        ``update`` then needs ``t`` (seconds or ``datetime``). Late events (``t``
+        before the newest time seen) are held until they fall out of the period.
     class_prior
         Population share of positives; classes are rescaled to it (see
         :func:`~thors_stream.class_coefficients`). Reading the threshold then costs
@@ -154,6 +156,10 @@ class StreamingThors:
         timed = period is not None
         self._queue = EventQueue(timed, min(window, 1024) if window else 1024) if (window or timed) else None
         self._last_t = -math.inf
+        # events that arrived with a time earlier than the newest one (late labels),
+        # ordered by time: (t, arrival number, score, label, weight)
+        self._late: SortedList = SortedList()
+        self._arrivals = 0
         self._n = 0
         self._w1 = 0.0
         self._w0 = 0.0
@@ -163,8 +169,10 @@ class StreamingThors:
         """Add one labelled event; with a window, expire what falls out of it.
 
         ``y`` is a bool or 0/1, ``w`` > 0 a weight (e.g. the event's own cost), ``t``
-        the event time (required with ``period``). Invalid input raises and leaves
-        the object unchanged. O(log n + load).
+        the event time (required with ``period``). With ``period``, an event older
+        than the newest one (a late label) is held until it falls out of the period,
+        and one already outside it is not held. Invalid input raises and leaves the
+        object unchanged. O(log n) compiled, O(log n + load) numpy backend.
         """
         s = score if type(score) is float and score - score == 0.0 else check_score(score)
         try:
@@ -179,7 +187,8 @@ class StreamingThors:
                 raise ValueError("t (the event time) is required when period is set")
             tf = _seconds(t, "t")
             if tf < self._last_t:
-                raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
+                self._add_late(s, pos, w, tf)
+                return
         elif t is not None:
             tf = _seconds(t, "t")
         else:
@@ -201,9 +210,29 @@ class StreamingThors:
                     self._forget(y, w)
         else:
             self._last_t = tf
-            cutoff = tf - self._period_s  # type: ignore[operator]
-            while len(queue) and queue.oldest_time() <= cutoff:
-                self._expire_one()
+            self._expire_until(tf - self._period_s)  # type: ignore[operator]
+
+    def _add_late(self, s: float, pos: bool, w: float, tf: float) -> None:
+        """An event older than the newest one: held until it falls out of the period."""
+        if tf <= self._last_t - self._period_s:  # type: ignore[operator]
+            return  # already outside the window: it would expire at once
+        self._tree.add(s, pos, w)
+        self._n += 1
+        if pos:
+            self._w1 += w
+        else:
+            self._w0 += w
+        self._arrivals += 1
+        self._late.add((tf, self._arrivals, s, int(pos), w))
+
+    def _expire_until(self, cutoff: float) -> None:
+        queue, late = self._queue, self._late
+        while len(queue) and queue.oldest_time() <= cutoff:  # type: ignore[arg-type]
+            self._expire_one()
+        while late and late[0][0] <= cutoff:
+            _, _, s, y, w = late.pop(0)
+            self._tree.remove(s, y, w)
+            self._forget(y, w)
 
     def _expire_one(self) -> None:
         s, y, w = self._queue.pop()  # type: ignore[union-attr]
@@ -243,11 +272,13 @@ class StreamingThors:
         if count == 0:
             raise KeyError(f"no held event has score {score!r} and label {y!r}")
         queue = self._queue
-        qpos = -1
+        qpos = lpos = -1
         if queue is not None:
             qpos = queue.find(s, label, w)
             if qpos < 0:
-                raise KeyError(f"no held event has score {score!r}, label {y!r} and weight {w!r}")
+                lpos = next((i for i, e in enumerate(self._late) if e[2:] == (s, label, w)), -1)
+                if lpos < 0:
+                    raise KeyError(f"no held event has score {score!r}, label {y!r} and weight {w!r}")
         elif (count == 1 and not math.isclose(held_w, w, rel_tol=1e-9)) or w > held_w * (1 + 1e-9):
             raise KeyError(
                 f"no held event has score {score!r}, label {y!r} and weight {w!r} "
@@ -259,6 +290,8 @@ class StreamingThors:
         self._forget(pos, w)
         if qpos >= 0:
             queue.cancel(qpos)  # type: ignore[union-attr]
+        elif lpos >= 0:
+            del self._late[lpos]
 
     def get(self) -> float | None:
         """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
@@ -339,16 +372,19 @@ class StreamingThors:
         if self._period_s is not None:
             if ts is None:
                 raise ValueError("ts (event times) are required when period is set")
-            t = np.array([_seconds(v, "ts") for v in ts], dtype=np.float64) if not isinstance(ts, np.ndarray) else np.asarray(ts, dtype=np.float64)
+            if isinstance(ts, np.ndarray) and ts.dtype.kind in "iuf":
+                t = ts.astype(np.float64)
+            else:
+                t = np.array([_seconds(v, "ts") for v in ts], dtype=np.float64)
             if t.shape != (m,):
                 raise ValueError(f"ts has shape {t.shape} but scores have length {m}")
             if not np.isfinite(t).all():
                 raise ValueError(f"ts must be finite, got {t[~np.isfinite(t)][0].item()!r}")
-            prev = np.concatenate([[self._last_t], t[:-1]])
-            bad = t < prev
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"ts must not decrease: got {t[i].item()!r} at position {i} after {prev[i].item()!r}")
+            if m and (t[0] < self._last_t or (np.diff(t) < 0).any()):
+                # late events among them: the per-event path handles them exactly
+                for a, b, c, d in zip(s.tolist(), y.tolist(), w.tolist(), t.tolist()):
+                    self.update(a, b, c, t=d)
+                return
         if m == 0:
             return
         ins_s, ins_y, ins_w = s, y, w
@@ -360,6 +396,11 @@ class StreamingThors:
             else:
                 self._last_t = float(t[-1])  # type: ignore[index]
                 k = queue.count_expired(self._last_t - self._period_s)  # type: ignore[operator]
+                late = self._late
+                while late and late[0][0] <= self._last_t - self._period_s:  # type: ignore[operator]
+                    _, _, a, b, c = late.pop(0)
+                    self._tree.remove(a, b, c)
+                    self._forget(b, c)
             if k:
                 out = queue.pop_many(k)
         keys = ins_s
