@@ -11,7 +11,7 @@ from ._validation import check_class_prior, check_labels, check_scores, check_we
 from .costs import resolve_costs
 from .result import ThresholdResult
 
-__all__ = ["thors_threshold", "class_coefficients"]
+__all__ = ["class_coefficients", "thors_threshold"]
 
 
 def class_coefficients(
@@ -23,7 +23,14 @@ def class_coefficients(
     class is rescaled so that it makes up ``pi1`` (resp. ``1 - pi1``) of the total
     weight ``n = n0 + n1``: a positive weighs ``pi1 * n / n1``, a negative
     ``(1 - pi1) * n / n0``. When a class is absent the prior cannot apply and the
-    plain costs are returned.
+    plain costs are returned. O(1).
+
+    Examples
+    --------
+    >>> class_coefficients(10.0, 1.0, n0=900.0, n1=100.0, class_prior=None)
+    (10.0, 1.0)
+    >>> class_coefficients(10.0, 1.0, n0=500.0, n1=500.0, class_prior=0.1)
+    (2.0, 1.8)
     """
     if class_prior is None or n0 <= 0 or n1 <= 0:
         return fn_cost, fp_cost

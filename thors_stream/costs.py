@@ -67,7 +67,7 @@ class Costs:
 
 
 def _check_cost(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+    if isinstance(value, bool) or (not isinstance(value, (int, float)) and not hasattr(value, "__float__")):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     c = float(value)  # type: ignore[arg-type]
     if not math.isfinite(c) or c <= 0:
