@@ -249,3 +249,35 @@ def test_large_stream_agrees_with_batch(w, backend):
             wts = np.full(i + 1 - lo, w)
             ref = thors_threshold(s[lo : i + 1], y[lo : i + 1], fn_cost=20, fp_cost=1, sample_weight=wts)
             assert stt.result() == ref
+
+
+@pytest.mark.parametrize("backend", available_backends())
+@pytest.mark.parametrize("window", [None, 700, 5000])
+def test_large_batches_match_batch_oracle(backend, window):
+    """Batches big enough for the compiled backend's bulk merge path (m > 64, m * 64 > n),
+    interleaved with single updates (which leave its arena unordered) and reverts."""
+    rng = np.random.default_rng(5)
+    st_ = StreamingThors(fn_cost=7, fp_cost=2, window=window, backend=backend)
+    events = []
+    for rnd in range(12):
+        m = int(rng.integers(65, 3000))
+        s = np.where(rng.random(m) < 0.5, np.round(rng.random(m), 2), rng.random(m))
+        y = rng.random(m) < 0.2
+        w = rng.integers(1, 5, m) / 4
+        st_.update_many(s, y, w)
+        events += list(zip(s.tolist(), y.tolist(), w.tolist()))
+        for k in range(int(rng.integers(0, 50))):
+            e = (float(rng.integers(0, 100)) / 100, bool(k % 3 == 0), 0.5)
+            st_.update(*e)
+            events.append(e)
+        held = events[-window:] if window else events
+        if window is None and rnd % 3 == 2:
+            for e in held[::7]:
+                st_.revert(*e)
+            gone = set(range(0, len(held), 7))
+            events = [e for i, e in enumerate(held) if i not in gone]
+            held = events
+        hs, hy, hw = zip(*held)
+        ref = thors_threshold(hs, hy, fn_cost=7, fp_cost=2, sample_weight=hw)
+        assert st_.result() == ref
+        assert st_.get() == ref.threshold and st_.cost == ref.cost
