@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,6 +161,7 @@ class StreamingThors:
         # ordered by time: (t, arrival number, score, label, weight)
         self._late: SortedList = SortedList()
         self._arrivals = 0
+        self.n_updates = 0  # update calls accepted so far (events seen, held or not)
         self._n = 0
         self._w1 = 0.0
         self._w0 = 0.0
@@ -186,13 +188,14 @@ class StreamingThors:
             if t is None:
                 raise ValueError("t (the event time) is required when period is set")
             tf = _seconds(t, "t")
-            if tf < self._last_t:
-                self._add_late(s, pos, w, tf)
-                return
         elif t is not None:
             tf = _seconds(t, "t")
         else:
             tf = 0.0
+        self.n_updates += 1
+        if self._period_s is not None and tf < self._last_t:
+            self._add_late(s, pos, w, tf)
+            return
         self._tree.add(s, pos, w)
         self._n += 1
         if pos:
@@ -423,6 +426,7 @@ class StreamingThors:
         dc0 = np.add.reduceat(np.where(yy, 0.0, sign), starts)
         self._tree.apply_sorted(keys[starts], dw1, dw0, dc1, dc0)
         self._n += int(sign.sum())
+        self.n_updates += m
         if self._n == 0:
             self._w1 = self._w0 = 0.0
         else:
@@ -448,6 +452,138 @@ class StreamingThors:
         self._tree = make_tree(a, b, self.backend, self._load)
         if rows.shape[1]:
             self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
+
+    # ---------------------------------------------------------------- merging
+    def merge(self, other: StreamingThors) -> None:
+        """Add every event ``other`` holds to this summary (a multiset union).
+
+        The basis of sharded loops: each shard keeps its own (windowed) summary and a
+        coordinator merges their current contents into an unwindowed one. Costs and
+        ``class_prior`` must be equal; ``self`` must have no window (an expiry order
+        across shards is not defined). ``other`` is not changed. O(m log n) for m
+        distinct scores in ``other`` (O(n + m) bulk merge when m is large).
+
+        Examples
+        --------
+        >>> a = StreamingThors(fn_cost=5, fp_cost=1, window=100)
+        >>> b = StreamingThors(fn_cost=5, fp_cost=1, window=100)
+        >>> a.update(0.2, 0); a.update(0.7, 1); b.update(0.4, 0)
+        >>> hub = StreamingThors.merged([a, b])
+        >>> hub.get(), len(hub)
+        (0.4, 3)
+        """
+        if not isinstance(other, StreamingThors):
+            raise TypeError(f"can only merge a StreamingThors, got {type(other).__name__}")
+        mine = (self.fn_cost, self.fp_cost, self.class_prior)
+        theirs = (other.fn_cost, other.fp_cost, other.class_prior)
+        if mine != theirs:
+            raise ValueError(f"cannot merge summaries with different (fn_cost, fp_cost, class_prior): {mine} vs {theirs}")
+        if self._queue is not None:
+            raise ValueError(
+                "merge into a summary without window/period (expiry order across summaries is undefined); "
+                "use StreamingThors.merged([...]) to combine windowed shards"
+            )
+        if other is self:
+            other = self.__class__.__new__(self.__class__)
+            other.__setstate__(self.__getstate__())
+        rows = export_rows(other._tree)
+        if rows.shape[1]:
+            self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
+        self._n += other._n
+        self._w1 += other._w1
+        self._w0 += other._w0
+        self.n_updates += other.n_updates
+
+    @classmethod
+    def merged(cls, summaries: Sequence[StreamingThors], *, backend: str = "auto") -> StreamingThors:
+        """A new unwindowed summary holding the union of ``summaries``' held events."""
+        if not summaries:
+            raise ValueError("merged() needs at least one summary")
+        first = summaries[0]
+        out = cls(fn_cost=first.fn_cost, fp_cost=first.fp_cost, class_prior=first.class_prior,
+                  default_threshold=first.default_threshold, backend=backend)
+        for s in summaries:
+            out.merge(s)
+        return out
+
+    # ---------------------------------------------------------------- checkpoints
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write a checkpoint of the whole state, atomically (see :mod:`thors_stream.checkpoint`).
+
+        A crash at any moment leaves the previous file or the new one, never a broken
+        one. O(n).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> st = StreamingThors(fn_cost=5, fp_cost=1, window=10)
+        >>> st.update_many([0.1, 0.5, 0.9], [0, 0, 1])
+        >>> path = os.path.join(tempfile.mkdtemp(), "st.ckpt")
+        >>> st.save(path)
+        >>> back = StreamingThors.load(path)
+        >>> back.get() == st.get(), len(back)
+        (True, 3)
+        """
+        from .checkpoint import write_checkpoint
+
+        rows = export_rows(self._tree)
+        arrays = {name: rows[i] for i, name in enumerate(("keys", "w1", "w0", "c1", "c0"))}
+        if self._queue is not None:
+            q = self._queue.arrays()
+            for name, a in zip(("queue_s", "queue_y", "queue_w", "queue_t"), q):
+                arrays[name] = a
+        late = list(self._late)
+        arrays["late_t"] = np.array([e[0] for e in late], dtype=np.float64)
+        arrays["late_seq"] = np.array([e[1] for e in late], dtype=np.int64)
+        arrays["late_s"] = np.array([e[2] for e in late], dtype=np.float64)
+        arrays["late_y"] = np.array([e[3] for e in late], dtype=np.uint8)
+        arrays["late_w"] = np.array([e[4] for e in late], dtype=np.float64)
+        period = self.period
+        params = {
+            "fn_cost": self.fn_cost, "fp_cost": self.fp_cost, "window": self.window,
+            "period_seconds": self._period_s, "period_is_timedelta": isinstance(period, dt.timedelta),
+            "class_prior": self.class_prior, "default_threshold": self.default_threshold, "load": self._load,
+        }
+        state = {
+            "n": self._n, "w1": self._w1, "w0": self._w0, "last_t": self._last_t, "arrivals": self._arrivals,
+            "n_updates": self.n_updates, "tree_coefs": [self._tree._a, self._tree._b],
+        }
+        write_checkpoint(path, "StreamingThors", params, state, arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, backend: str = "auto") -> StreamingThors:
+        """Read a checkpoint written by :meth:`save`. Corrupt, truncated or foreign files
+        raise ``ValueError`` naming the file. O(n)."""
+        from .checkpoint import read_checkpoint
+
+        params, state, arrays = read_checkpoint(path, "StreamingThors")
+        try:
+            period = params["period_seconds"]
+            if period is not None and params["period_is_timedelta"]:
+                period = dt.timedelta(seconds=period)
+            st = cls(fn_cost=params["fn_cost"], fp_cost=params["fp_cost"], window=params["window"], period=period,
+                     class_prior=params["class_prior"], default_threshold=params["default_threshold"],
+                     backend=backend, load=params["load"])
+            a, b = state["tree_coefs"]
+            st._tree = make_tree(a, b, st.backend, st._load)
+            rows = [arrays[k] for k in ("keys", "w1", "w0", "c1", "c0")]
+            if rows[0].shape[0]:
+                st._tree.apply_sorted(*(np.ascontiguousarray(r, dtype=np.float64) for r in rows))
+            if st._queue is not None and arrays["queue_s"].shape[0]:
+                q = [arrays["queue_s"], arrays["queue_y"], arrays["queue_w"]]
+                st._queue.push_many(*q, arrays.get("queue_t") if st._queue.timed else None)
+            st._late.update(
+                zip(arrays["late_t"].tolist(), arrays["late_seq"].tolist(), arrays["late_s"].tolist(),
+                    arrays["late_y"].tolist(), arrays["late_w"].tolist())
+            )
+            st._n, st._w1, st._w0 = int(state["n"]), float(state["w1"]), float(state["w0"])
+            st._last_t, st._arrivals, st.n_updates = float(state["last_t"]), int(state["arrivals"]), int(
+                state["n_updates"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"checkpoint {str(path)!r} has an inconsistent header or arrays: {exc!r}") from None
+        if st._tree.n_keys != rows[0].shape[0] or (st._n == 0) != (rows[0].shape[0] == 0):
+            raise ValueError(f"checkpoint {str(path)!r} has inconsistent counts")
+        return st
 
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (the structure plus the expiry queue)."""
