@@ -477,7 +477,9 @@ class StreamingThors:
         mine = (self.fn_cost, self.fp_cost, self.class_prior)
         theirs = (other.fn_cost, other.fp_cost, other.class_prior)
         if mine != theirs:
-            raise ValueError(f"cannot merge summaries with different (fn_cost, fp_cost, class_prior): {mine} vs {theirs}")
+            raise ValueError(
+                f"cannot merge summaries with different (fn_cost, fp_cost, class_prior): {mine} vs {theirs}"
+            )
         if self._queue is not None:
             raise ValueError(
                 "merge into a summary without window/period (expiry order across summaries is undefined); "
