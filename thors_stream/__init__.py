@@ -6,7 +6,7 @@ This package computes it exactly for arrays (:func:`thors_threshold`) and keeps 
 up to date as labelled events arrive and expire (:class:`StreamingThors`).
 """
 
-from .batch import class_coefficients, thors_threshold
+from .batch import class_coefficients, cost_curve, thors_threshold
 from .costs import Costs, resolve_costs
 from .result import ThresholdResult
 from .stream import StreamingThors
@@ -16,6 +16,7 @@ __all__ = [
     "StreamingThors",
     "ThresholdResult",
     "class_coefficients",
+    "cost_curve",
     "resolve_costs",
     "thors_threshold",
 ]

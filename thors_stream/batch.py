@@ -11,7 +11,7 @@ from ._validation import check_class_prior, check_labels, check_scores, check_we
 from .costs import resolve_costs
 from .result import ThresholdResult
 
-__all__ = ["class_coefficients", "thors_threshold"]
+__all__ = ["class_coefficients", "cost_curve", "thors_threshold"]
 
 
 def class_coefficients(
@@ -176,3 +176,45 @@ def _weighted(
         count0=count0, count1=count1, count_k0=e + 1 - ck1, count_k1=ck1, fn_cost=fn, fp_cost=fp,
         class_prior=prior,
     )
+
+
+def cost_curve(
+    scores: Any,
+    y: Any,
+    *,
+    fn_cost: float | None = None,
+    fp_cost: float | None = None,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+    sample_weight: Any = None,
+    class_prior: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every candidate threshold (``-inf`` then the distinct scores, ascending) and its cost.
+
+    The cost is the one :func:`thors_threshold` minimises; its argmin (first one) is
+    the THORS threshold. O(n log n).
+
+    Examples
+    --------
+    >>> t, c = cost_curve([0.2, 0.9, 0.4], [0, 1, 0], fn_cost=5, fp_cost=1)
+    >>> t.tolist(), c.tolist()
+    ([-inf, 0.2, 0.4, 0.9], [2.0, 1.0, 0.0, 5.0])
+    """
+    costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
+    prior = check_class_prior(class_prior)
+    s = check_scores(scores)
+    n = s.shape[0]
+    if n == 0:
+        raise ValueError("scores is empty: there is no cost curve")
+    labels = check_labels(y, n)
+    w = check_weights(sample_weight, n)
+    w = np.ones(n) if w is None else w
+    order = np.argsort(s)
+    ss, yy, ww = s[order], labels[order], w[order]
+    w1 = np.where(yy, ww, 0.0)
+    cw1, cw0 = np.cumsum(w1), np.cumsum(ww - w1)
+    ends = np.flatnonzero(np.append(ss[1:] != ss[:-1], True))
+    n1, n0 = float(cw1[-1]), float(cw0[-1])
+    a, b = class_coefficients(costs.fn_cost, costs.fp_cost, n0, n1, prior)
+    thr = np.concatenate([[-np.inf], ss[ends]])
+    cost = np.concatenate([[b * n0], a * cw1[ends] + b * (n0 - cw0[ends])])
+    return thr, cost
