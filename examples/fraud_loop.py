@@ -188,7 +188,8 @@ def main() -> None:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         while True:  # kill the worker once its checkpoint is past half-way
             time.sleep(0.01)
-            if (ckpt / "loop.pkl").exists() and pickle.loads((ckpt / "loop.pkl").read_bytes())["generation"] > total // 2:
+            state = ckpt / "loop.pkl"
+            if state.exists() and pickle.loads(state.read_bytes())["generation"] > total // 2:
                 break
             if proc.poll() is not None:
                 raise SystemExit("the worker finished before it could be killed")
