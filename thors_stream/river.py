@@ -24,8 +24,6 @@ from .stream import StreamingThors
 
 __all__ = ["ThorsClassifier"]
 
-_NO_KWARGS: dict[str, Any] = {}
-
 
 def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
     """Extra keyword arguments ``model.method`` accepts; ``None`` means any (``**kwargs``).
@@ -87,10 +85,19 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     ``k`` (at most ``max_pending`` of them; the oldest is dropped when full) and used,
     then forgotten, by ``learn_one``; an unknown key raises ``KeyError`` and changes
     nothing. With ``river.evaluate.progressive_val_score`` let the dataset yield
-    ``(x, y, {"key": i})``: river passes the dict to both calls. Without a key, the
-    score computed by the last ``predict_one``/``predict_proba_one`` is reused by
-    ``learn_one`` when ``x`` is equal and nothing was learned since (the model has not
-    changed, so it is the same number); otherwise ``learn_one`` scores ``x`` itself.
+    ``(x, y, {"key": i})``: river passes the dict to both calls. Without a key,
+    ``learn_one`` scores ``x`` with the model as it is when the label arrives (still
+    out of sample, but not the decision's score); when the features at that time are
+    the same as at decision time this may even track a fast-learning model better.
+
+    **Score reuse.** ``learn_one`` without a key reuses the score of the last
+    ``predict_one``/``predict_proba_one`` when it gets that same ``x`` dict (or an
+    equal one) and nothing was learned in between: the model has not changed, so it is
+    the number ``predict_proba_one`` would give again. This makes the usual
+    predict-then-learn loop score each event once. Prefer ``ThorsClassifier(pipeline)``
+    to ``preprocessing | ThorsClassifier(model)``: in the latter the pipeline updates
+    its preprocessing before ``learn_one`` sees ``x``, so ``x`` differs and is scored
+    again.
 
     Parameters
     ----------
@@ -135,13 +142,16 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     --------
     >>> from river import datasets, evaluate, linear_model, preprocessing
     >>> from thors_stream.metrics import Cost
+    >>> plain = preprocessing.StandardScaler() | linear_model.LogisticRegression()
+    >>> evaluate.progressive_val_score(datasets.Phishing(), plain, Cost(fn_cost=10, fp_cost=1))
+    Cost: 656.00
     >>> model = preprocessing.StandardScaler() | ThorsClassifier(
     ...     linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window=500, warm_up=50
     ... )
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, Cost(fn_cost=10, fp_cost=1))
-    Cost: 1,041.00
-    >>> model["ThorsClassifier"].threshold < 0.5
-    True
+    Cost: 368.00
+    >>> round(model["ThorsClassifier"].threshold, 3)
+    0.186
 
     Delayed labels: each label arrives 100 events after its decision, and the decision
     score is passed on through ``key``.
@@ -149,7 +159,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     >>> model = model.clone()
     >>> dataset = ((x, y, {"key": i}) for i, (x, y) in enumerate(datasets.Phishing()))
     >>> evaluate.progressive_val_score(dataset, model, Cost(fn_cost=10, fp_cost=1), delay=100)
-    Cost: 1,328.00
+    Cost: 448.00
+    >>> model["ThorsClassifier"].n_pending
+    0
     """
 
     def __init__(
@@ -252,41 +264,56 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         except KeyError:
             accepted = self._routes[method] = _accepted_kwargs(self.classifier, method)
         if accepted is None:
-            return kwargs
+            return dict(kwargs)
         return {k: v for k, v in kwargs.items() if k in accepted}
 
     # ---------------------------------------------------------------- scoring
     def _proba(self, x: dict, kwargs: dict[str, Any]) -> dict:
         try:
-            return self.classifier.predict_proba_one(x, **self._route("predict_proba_one", kwargs))
+            if kwargs:
+                return self.classifier.predict_proba_one(x, **self._route("predict_proba_one", kwargs))
+            return self.classifier.predict_proba_one(x)
         except NotImplementedError:
             raise NotImplementedError(
                 f"{type(self.classifier).__name__} has no predict_proba_one; ThorsClassifier thresholds "
                 "the probability of the positive class, so it needs a model that gives one"
             ) from None
 
-    def _remember(self, x: Any, score: float, key: Hashable | None) -> None:
-        if key is not None:
-            pending = self._pending
-            if key in pending:
-                pending.move_to_end(key)
-            elif len(pending) >= self.max_pending:
-                pending.popitem(last=False)
-                self._n_evicted += 1
-            pending[key] = score
-        self._cache_x = dict(x)
-        self._cache_score = score
+    def _store(self, key: Hashable, score: float) -> None:
+        pending = self._pending
+        try:
+            known = key in pending
+        except TypeError:
+            raise TypeError(f"key must be hashable, got {key!r}") from None
+        if known:
+            pending.move_to_end(key)
+        elif len(pending) >= self.max_pending:
+            pending.popitem(last=False)
+            self._n_evicted += 1
+        pending[key] = score
 
     def predict_proba_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> dict:
-        """The wrapped model's probabilities, unchanged.
+        """The wrapped model's probabilities, passed through.
 
-        With ``key``, the probability of the positive class is stored for a later
-        ``learn_one(x, y, key=key)`` (delayed labels), replacing any score stored
-        under that key. Other keyword arguments go to the model when it accepts them.
+        A dict that lacks one of the two classes (a model that has not seen both yet,
+        or has not learned at all) is completed to ``{False: 1 - p, True: p}``, ``p``
+        the positive-class score (0.0 when absent), the score :meth:`predict_one`
+        thresholds. With ``key``, the probability of the positive class is stored for
+        a later ``learn_one(x, y, key=key)`` (delayed labels), replacing any score
+        stored under that key. Other keyword arguments go to the model when it
+        accepts them (routed as ``river.compose.Pipeline`` does).
         """
         proba = self._proba(x, kwargs)
-        self._remember(x, float(proba.get(True, 0.0)) if proba else 0.0, key)
-        return proba
+        score = proba.get(True, 0.0) if proba else 0.0
+        if type(score) is not float:
+            score = float(score)
+        if key is not None:
+            self._store(key, score)
+        self._cache_x = x
+        self._cache_score = score
+        if len(proba) == 2 and True in proba and False in proba:
+            return proba
+        return {False: 1.0 - score, True: score}
 
     def predict_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> bool:
         """``True`` iff the model's probability of the positive class exceeds :attr:`threshold`.
@@ -295,10 +322,24 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         ``key``, the score is stored for a later ``learn_one(x, y, key=key)``.
         O(predict_proba_one) plus an O(1) threshold read when the optimum did not move.
         """
-        proba = self._proba(x, kwargs)
-        score = float(proba.get(True, 0.0)) if proba else 0.0
-        self._remember(x, score, key)
-        return score > self.threshold
+        if kwargs:
+            proba = self._proba(x, kwargs)
+        else:
+            try:
+                proba = self.classifier.predict_proba_one(x)
+            except NotImplementedError:
+                proba = self._proba(x, kwargs)  # raises the explanatory error
+        score = proba.get(True, 0.0)
+        if type(score) is not float:
+            score = float(score)
+        if key is not None:
+            self._store(key, score)
+        self._cache_x = x
+        self._cache_score = score
+        if self._ready:
+            thr = self._thors.get()
+            return score > (self._default if thr is None else thr)
+        return score > self._default
 
     # ---------------------------------------------------------------- learning
     def learn_one(
@@ -320,8 +361,33 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         with ``period`` (ignored otherwise). Other keyword arguments go to the model
         when it accepts them. Invalid input (label, weight, time, unknown key, a
         non-finite score) raises before anything changes.
+
+        Without ``key``, the score of the last ``predict_one``/``predict_proba_one`` is
+        reused when ``x`` is that same dict or an equal one (nothing was learned in
+        between, so the model would give the same number); otherwise ``x`` is scored
+        now. O(model) + O(log window).
         """
-        pos = y if (y is True or y is False) else check_label(y) == 1
+        if y is True or y is False:
+            pos = y
+        elif type(y) is int and (y == 1 or y == 0):
+            pos = y == 1
+        else:
+            pos = check_label(y) == 1
+        if key is None and w is None and not kwargs and not self._timed:  # the common case, kept lean
+            cached = self._cache_x
+            if cached is x or (cached is not None and _same_features(cached, x)):
+                score = self._cache_score
+            else:
+                score = self._score_now(x, kwargs)
+            if score - score != 0.0:
+                self._reject_score(score)
+            self._cache_x = None
+            self.classifier.learn_one(x, y)
+            self._thors.update(score, pos)
+            if not self._ready:
+                self._count(pos)
+            return
+
         wt = 1.0 if w is None else check_weight(w)
         tf = None
         if self._timed:
@@ -339,22 +405,21 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
                     "called with this key, its label was already learned, or it was evicted: at most "
                     f"max_pending={self.max_pending} scores are kept, {self._n_evicted} evicted so far)"
                 ) from None
+            except TypeError:
+                raise TypeError(f"key must be hashable, got {key!r}") from None
         else:
             cached = self._cache_x
-            if cached is not None and _same_features(cached, x):
+            if cached is x or (cached is not None and _same_features(cached, x)):
                 score = self._cache_score
             else:
-                proba = self._proba(x, kwargs)
-                score = float(proba.get(True, 0.0)) if proba else 0.0
-        if not math.isfinite(score):
-            raise ValueError(
-                f"the model's probability of the positive class is {score!r}, not a finite number; nothing was learned"
-            )
+                score = self._score_now(x, kwargs)
+        if score - score != 0.0:  # nan or infinite
+            self._reject_score(score)
 
         self._cache_x = None
-        model_kwargs = self._route("learn_one", kwargs) if kwargs else _NO_KWARGS
+        model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
         if w is not None and self._model_takes_w():
-            model_kwargs = {**model_kwargs, "w": w}
+            model_kwargs["w"] = w
         self.classifier.learn_one(x, y, **model_kwargs)
 
         self._thors.update(score, pos, wt, tf)
@@ -362,11 +427,25 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             self._last_t = tf
         if key is not None:
             del self._pending[key]
+        if not self._ready:
+            self._count(pos)
+
+    def _score_now(self, x: dict, kwargs: dict[str, Any]) -> float:
+        score = self._proba(x, kwargs).get(True, 0.0)
+        return score if type(score) is float else float(score)
+
+    @staticmethod
+    def _reject_score(score: float) -> None:
+        raise ValueError(
+            f"the model's probability of the positive class is {score!r}, not a finite number; nothing was learned"
+        )
+
+    def _count(self, pos: bool) -> None:
+        """Count labelled events until the warm-up is over (then the counts are not needed)."""
         self._n_learned += 1
         if pos:
             self._n_pos += 1
-        if not self._ready:
-            self._ready = self._n_learned >= self.warm_up and 0 < self._n_pos < self._n_learned
+        self._ready = self._n_learned >= self.warm_up and 0 < self._n_pos < self._n_learned
 
     def _model_takes_w(self) -> bool:
         try:
