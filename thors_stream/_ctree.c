@@ -231,6 +231,14 @@ static PyObject *CTree_best(CTree *self, PyObject *Py_UNUSED(ignored)) {
     return Py_BuildValue("(dd)", 0.0, -INFINITY);
 }
 
+static PyObject *CTree_threshold(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->root != NIL) {
+        Node *r = &self->nodes[self->root];
+        if (r->minp < 0.0) return PyFloat_FromDouble(self->nodes[r->arg].key);
+    }
+    return PyFloat_FromDouble(-INFINITY);
+}
+
 static PyObject *CTree_set_coefs(CTree *self, PyObject *args) {
     double a, b;
     if (!PyArg_ParseTuple(args, "dd", &a, &b)) return NULL;
@@ -404,6 +412,7 @@ static PyMethodDef CTree_methods[] = {
     {"remove", (PyCFunction)(void (*)(void))CTree_remove, METH_FASTCALL, "remove(key, is_pos, w): remove one held event"},
     {"held_at", (PyCFunction)CTree_held_at, METH_O, "held_at(key) -> (w1, w0, c1, c0) or None"},
     {"best", (PyCFunction)CTree_best, METH_NOARGS, "best() -> (min prefix, key or -inf)"},
+    {"threshold", (PyCFunction)CTree_threshold, METH_NOARGS, "threshold() -> key of the minimum prefix, or -inf"},
     {"set_coefs", (PyCFunction)CTree_set_coefs, METH_VARARGS, "set_coefs(a, b): O(n)"},
     {"apply_sorted", (PyCFunction)CTree_apply_sorted, METH_VARARGS, "apply_sorted(keys, dw1, dw0, dc1, dc0)"},
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},

@@ -403,6 +403,10 @@ class SortedPrefixMin:
         self._best = (0.0, _NEG_INF) if m >= 0.0 else (m, float(self._keyrows[jj][barg[jj]]))
         return self._best
 
+    def threshold(self) -> float:
+        """The key of the minimum prefix (``-inf`` for the empty prefix)."""
+        return self.best()[1]
+
     def totals_upto(self, key: float) -> tuple[float, float, float, float]:
         """Sums of rows W1, W0, C1, C0 over keys ``<= key``. O(n / load + load)."""
         out = np.zeros(4)

@@ -71,6 +71,30 @@ class EventQueue:
             self._pt[i] = t
         self._size += 1
 
+    def push_evict(
+        self, s: float, y: int, w: float, limit: int, only_evict: bool = False
+    ) -> tuple[float, int, float] | None:
+        """Append a record (unless ``only_evict``), then pop and return the oldest one if
+        more than ``limit`` are queued (else ``None``). One call per event on the hot path."""
+        if not only_evict:
+            size = self._size
+            if size == self._cap:
+                self._alloc(2 * self._cap)
+            i = self._head + size
+            if i >= self._cap:
+                i -= self._cap
+            self._ps[i] = s
+            self._py[i] = y
+            self._pw[i] = w
+            self._size = size + 1
+        if self._size <= limit:
+            return None
+        i = self._head
+        rec = (self._ps[i], self._py[i], self._pw[i])
+        self._head = i + 1 if i + 1 < self._cap else 0
+        self._size -= 1
+        return rec
+
     def pop(self) -> tuple[float, int, float]:
         """Remove and return the oldest ``(score, label, weight)``. O(1)."""
         i = self._head

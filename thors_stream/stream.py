@@ -183,17 +183,32 @@ class StreamingThors:
             raise ValueError(f"label must be 0, 1, False or True, got {y!r}") from None
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
-        queue = self._queue
-        if self._period_s is not None:
-            if t is None:
-                raise ValueError("t (the event time) is required when period is set")
-            tf = _seconds(t, "t")
-        elif t is not None:
-            tf = _seconds(t, "t")
-        else:
-            tf = 0.0
+        if self._period_s is None:
+            if t is not None:
+                _seconds(t, "t")  # validated, not used without a period
+            # ---- hot path: no time window
+            self.n_updates += 1
+            tree = self._tree
+            tree.add(s, pos, w)
+            self._n += 1
+            if pos:
+                self._w1 += w
+            else:
+                self._w0 += w
+            queue = self._queue
+            if queue is not None:
+                old = queue.push_evict(s, pos, w, self.window)
+                while old is not None:  # the event that left the count window
+                    if old[1] != CANCELLED:
+                        tree.remove(old[0], old[1], old[2])
+                        self._forget(old[1], old[2])
+                    old = queue.push_evict(0.0, 0, 0.0, self.window, only_evict=True)
+            return
+        if t is None:
+            raise ValueError("t (the event time) is required when period is set")
+        tf = _seconds(t, "t")
         self.n_updates += 1
-        if self._period_s is not None and tf < self._last_t:
+        if tf < self._last_t:
             self._add_late(s, pos, w, tf)
             return
         self._tree.add(s, pos, w)
@@ -202,18 +217,9 @@ class StreamingThors:
             self._w1 += w
         else:
             self._w0 += w
-        if queue is None:
-            return
-        queue.push(s, pos, w, tf)
-        if self.window is not None:
-            while len(queue) > self.window:
-                s, y, w = queue.pop()
-                if y != CANCELLED:
-                    self._tree.remove(s, y, w)
-                    self._forget(y, w)
-        else:
-            self._last_t = tf
-            self._expire_until(tf - self._period_s)  # type: ignore[operator]
+        self._queue.push(s, pos, w, tf)  # type: ignore[union-attr]
+        self._last_t = tf
+        self._expire_until(tf - self._period_s)
 
     def _add_late(self, s: float, pos: bool, w: float, tf: float) -> None:
         """An event older than the newest one: held until it falls out of the period."""
@@ -301,8 +307,10 @@ class StreamingThors:
 
         O(1) when no update moved the optimum, else O(load + n / load).
         """
-        if self._n == 0:
+        if not self._n:
             return None
+        if self.class_prior is None:
+            return self._tree.threshold()
         return self._best()[1]
 
     def _best(self) -> tuple[float, float]:
