@@ -194,3 +194,36 @@ def test_sigkill_while_saving_never_leaves_a_broken_checkpoint(tmp_path):
     assert len(seen_counts) > kills // 4, "the child hardly ever got to save"
     assert mid_write > 0, "no kill landed during a save"
     print(f"{kills} kills, {mid_write} during a save, {len(seen_counts)} distinct saved states", file=sys.stderr)
+
+
+def test_thors_classifier_thresholding_checkpoint(tmp_path):
+    from river import datasets, linear_model, preprocessing
+
+    from thors_stream.river import ThorsClassifier
+
+    def make():
+        return ThorsClassifier(preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+                               fn_cost=20, fp_cost=1, window=500, warm_up=50)
+
+    a = make()
+    data = list(datasets.Phishing())
+    for i, (x, _) in enumerate(data[:600]):
+        a.predict_one(x, key=f"k{i}")
+        if i >= 20:  # labels arrive 20 events late
+            a.learn_one(data[i - 20][0], data[i - 20][1], key=f"k{i - 20}")
+    path = tmp_path / "thr.ckpt"
+    a.save_thresholding(path)
+    b = make()
+    b.classifier = a.classifier.clone()  # the model is saved separately in practice
+    b.load_thresholding(path)
+    assert b.threshold == a.threshold and b.n_pending == a.n_pending == 20
+    assert state_of(b.thors) == state_of(a.thors)
+    for i in range(580, 600):  # the delayed labels still find their decision scores
+        b.learn_one(data[i][0], data[i][1], key=f"k{i}")
+    assert b.n_pending == 0
+    wrong = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=21, fp_cost=1, window=500, warm_up=50)
+    with pytest.raises(ValueError, match="written with"):
+        wrong.load_thresholding(path)
+    a.predict_one(data[0][0], key=("tuple", 1))
+    with pytest.raises(TypeError, match="str or int keys"):
+        a.save_thresholding(tmp_path / "x.ckpt")

@@ -14,9 +14,11 @@ import collections
 import datetime as dt
 import inspect
 import math
+import os
 from collections.abc import Hashable, Iterator
 from typing import Any
 
+import numpy as np
 from river import base
 
 from ._validation import check_label, check_weight
@@ -482,3 +484,70 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     def n_pending(self) -> int:
         """Number of scores stored under a key and waiting for their label."""
         return len(self._pending)
+
+    # ---------------------------------------------------------------- checkpoints
+    def save_thresholding(self, path: str | os.PathLike[str]) -> None:
+        """Checkpoint the thresholding state (not the wrapped model) atomically.
+
+        Writes the :mod:`thors_stream.checkpoint` format: the StreamingThors state, the
+        warm-up counters and the scores waiting for a delayed label under their keys
+        (keys must be ``str`` or ``int``). Save the wrapped model separately (river
+        models pickle); :meth:`load_thresholding` restores this part into a wrapper
+        built with the same settings. O(n + pending).
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from river import linear_model
+        >>> m = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, warm_up=0)
+        >>> m.learn_one({"x": 1.0}, True); m.learn_one({"x": -1.0}, False)
+        >>> _ = m.predict_one({"x": 0.5}, key="tx-1")
+        >>> path = os.path.join(tempfile.mkdtemp(), "thr.ckpt")
+        >>> m.save_thresholding(path)
+        >>> m2 = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, warm_up=0)
+        >>> m2.load_thresholding(path)
+        >>> m2.threshold == m.threshold, m2.n_pending
+        (True, 1)
+        """
+        from .checkpoint import write_checkpoint
+
+        keys = list(self._pending)
+        for k in keys:
+            if type(k) not in (str, int):
+                raise TypeError(f"save_thresholding stores str or int keys only, got {k!r}")
+        params, state, arrays = self._thors._checkpoint_parts()
+        params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
+        state = {
+            "thors": state, "last_t": self._last_t, "n_learned": self._n_learned, "n_pos": self._n_pos,
+            "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
+        }
+        arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
+        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays)
+
+    def load_thresholding(self, path: str | os.PathLike[str]) -> None:
+        """Restore what :meth:`save_thresholding` wrote; the settings must match this wrapper.
+
+        Raises ``ValueError`` (changing nothing) for a corrupt file or other settings.
+        """
+        from .checkpoint import read_checkpoint
+
+        params, state, arrays = read_checkpoint(path, "ThorsClassifier.thresholding")
+        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], arrays,
+                                                      where=f"checkpoint {str(path)!r}")
+        mine = (self._thors.fn_cost, self._thors.fp_cost, self.window, self._thors._period_s, self.class_prior,
+                self.warm_up)
+        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, params["warm_up"])
+        if mine != theirs:
+            raise ValueError(
+                f"checkpoint {str(path)!r} was written with (fn_cost, fp_cost, window, period, class_prior, "
+                f"warm_up) = {theirs}, this wrapper has {mine}"
+            )
+        keys, scores = state["pending_keys"], arrays["pending_scores"].tolist()
+        if len(keys) != len(scores):
+            raise ValueError(f"checkpoint {str(path)!r} has {len(keys)} pending keys but {len(scores)} scores")
+        self._thors = thors
+        self._last_t = float(state["last_t"])
+        self._n_learned, self._n_pos = int(state["n_learned"]), int(state["n_pos"])
+        self._ready, self._n_evicted = bool(state["ready"]), int(state["n_evicted"])
+        self._pending = collections.OrderedDict(zip(keys, scores))
+        self._cache_x = None

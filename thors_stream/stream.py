@@ -536,6 +536,10 @@ class StreamingThors:
         """
         from .checkpoint import write_checkpoint
 
+        write_checkpoint(path, "StreamingThors", *self._checkpoint_parts())
+
+    def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+        """``(params, state, arrays)`` describing this object for the checkpoint format."""
         rows = export_rows(self._tree)
         arrays = {name: rows[i] for i, name in enumerate(("keys", "w1", "w0", "c1", "c0"))}
         if self._queue is not None:
@@ -548,17 +552,16 @@ class StreamingThors:
         arrays["late_s"] = np.array([e[2] for e in late], dtype=np.float64)
         arrays["late_y"] = np.array([e[3] for e in late], dtype=np.uint8)
         arrays["late_w"] = np.array([e[4] for e in late], dtype=np.float64)
-        period = self.period
         params = {
             "fn_cost": self.fn_cost, "fp_cost": self.fp_cost, "window": self.window,
-            "period_seconds": self._period_s, "period_is_timedelta": isinstance(period, dt.timedelta),
+            "period_seconds": self._period_s, "period_is_timedelta": isinstance(self.period, dt.timedelta),
             "class_prior": self.class_prior, "default_threshold": self.default_threshold, "load": self._load,
         }
         state = {
             "n": self._n, "w1": self._w1, "w0": self._w0, "last_t": self._last_t, "arrivals": self._arrivals,
             "n_updates": self.n_updates, "tree_coefs": [self._tree._a, self._tree._b],
         }
-        write_checkpoint(path, "StreamingThors", params, state, arrays)
+        return params, state, arrays
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto") -> StreamingThors:
@@ -567,6 +570,13 @@ class StreamingThors:
         from .checkpoint import read_checkpoint
 
         params, state, arrays = read_checkpoint(path, "StreamingThors")
+        return cls._from_checkpoint_parts(params, state, arrays, backend=backend, where=f"checkpoint {str(path)!r}")
+
+    @classmethod
+    def _from_checkpoint_parts(
+        cls, params: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray], *, backend: str = "auto",
+        where: str = "checkpoint",
+    ) -> StreamingThors:
         try:
             period = params["period_seconds"]
             if period is not None and params["period_is_timedelta"]:
@@ -587,12 +597,12 @@ class StreamingThors:
                     arrays["late_y"].tolist(), arrays["late_w"].tolist())
             )
             st._n, st._w1, st._w0 = int(state["n"]), float(state["w1"]), float(state["w0"])
-            st._last_t, st._arrivals, st.n_updates = float(state["last_t"]), int(state["arrivals"]), int(
-                state["n_updates"])
+            st._last_t, st._arrivals = float(state["last_t"]), int(state["arrivals"])
+            st.n_updates = int(state["n_updates"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"checkpoint {str(path)!r} has an inconsistent header or arrays: {exc!r}") from None
+            raise ValueError(f"{where} has an inconsistent header or arrays: {exc!r}") from None
         if st._tree.n_keys != rows[0].shape[0] or (st._n == 0) != (rows[0].shape[0] == 0):
-            raise ValueError(f"checkpoint {str(path)!r} has inconsistent counts")
+            raise ValueError(f"{where} has inconsistent counts")
         return st
 
     def nbytes(self) -> int:
