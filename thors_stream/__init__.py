@@ -12,12 +12,40 @@ from .result import ThresholdResult
 from .stream import StreamingThors
 
 __all__ = [
+    "CostInterval",
     "Costs",
     "StreamingThors",
+    "ThorsClassifier",
+    "ThresholdBounds",
     "ThresholdResult",
     "class_coefficients",
     "cost_curve",
+    "metrics",
+    "required_validation_size",
     "resolve_costs",
     "thors_threshold",
+    "threshold_bounds",
 ]
 __version__ = "0.1.0"
+
+
+# Imported on first use: river takes about a second to import, scipy (the bounds) a few tenths.
+_LAZY = {
+    "ThorsClassifier": (".river", "ThorsClassifier"),
+    "metrics": (".metrics", None),
+    "CostInterval": (".bounds", "CostInterval"),
+    "ThresholdBounds": (".bounds", "ThresholdBounds"),
+    "threshold_bounds": (".bounds", "threshold_bounds"),
+    "required_validation_size": (".planner", "required_validation_size"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """Import the river integration and the bounds lazily."""
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, attr = _LAZY[name]
+    module = importlib.import_module(module_name, __name__)
+    return module if attr is None else getattr(module, attr)

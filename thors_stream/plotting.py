@@ -1,24 +1,40 @@
-"""Pictures of a threshold: the cost curve, and a replay's trajectory (matplotlib, optional)."""
+"""Pictures: the cost curve, a replay's trajectory, the validation-size planner (matplotlib, optional).
+
+Files are drawn on a bare :class:`matplotlib.figure.Figure`, so saving a PNG never switches
+the user's pyplot backend; :func:`plot_validation_size` draws on a given or new pyplot ``Axes``.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .planner import required_validation_size
 from .result import ThresholdResult
+
+__all__ = ["plot_cost_curve", "plot_trajectory", "plot_validation_size"]
+
+_MISSING = "plotting needs matplotlib; install it with: pip install 'thors_stream[plot]'"
+
+
+def _figure(**kwargs: Any) -> Any:
+    """A pyplot-free matplotlib Figure (for saving files), or ImportError naming the extra."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError(_MISSING) from None
+    return Figure(**kwargs)
 
 
 def _pyplot() -> Any:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ImportError("plotting needs matplotlib: pip install 'thors_stream[plot]'") from None
+        raise ImportError(_MISSING) from None
     return plt
 
 
@@ -32,8 +48,8 @@ def plot_cost_curve(
     ``bounds`` (an object with ``cost_upper`` and, optionally, ``cost_interval``) is
     given, the bounds are drawn as horizontal lines. O(n).
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = _figure(figsize=(7, 4))
+    ax = fig.subplots()
     finite = np.isfinite(thresholds)
     ax.step(thresholds[finite], costs[finite], where="post", lw=1, label="empirical cost")
     if math.isinf(result.threshold):
@@ -53,7 +69,6 @@ def plot_cost_curve(
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def plot_trajectory(
@@ -61,8 +76,8 @@ def plot_trajectory(
     title: str | None = None,
 ) -> None:
     """Save a PNG of the threshold and the windowed cost after each recorded event. O(n)."""
-    plt = _pyplot()
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(8, 5), sharex=True)
+    fig = _figure(figsize=(8, 5))
+    a1, a2 = fig.subplots(2, 1, sharex=True)
     a1.plot(step, np.where(np.isfinite(threshold), threshold, np.nan), lw=1)
     a1.set_ylabel("threshold")
     a2.plot(step, cost, lw=1, color="C1")
@@ -72,4 +87,58 @@ def plot_trajectory(
         a1.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+
+
+def plot_validation_size(
+    fpr: float, fnr: float, class_prior: float, *, fn_cost: float, fp_cost: float,
+    multiples: Sequence[float] | None = None, confidence: float = 0.95, n_test: int = 1,
+    methods: Sequence[str] = ("hybrid", "paper"), label: str | None = None, ax: Any = None,
+    **kw: Any,
+) -> Any:
+    """Validation size needed against the allowed cost bound, like the paper's Fig. 2/4/6.
+
+    For each ``method`` draws ``log10`` of :func:`~thors_stream.planner.required_validation_size`
+    against ``multiple`` (the bound as a multiple of the nominal cost ``C2``); solid for the
+    valid bounds, dashed for ``"paper"``. Multiples that no size up to ``max_size`` reaches
+    are left out. Extra keywords go to ``required_validation_size``. Returns the matplotlib
+    ``Axes``. O(len(multiples) * len(methods)) planner calls.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed (the message names the ``plot`` extra).
+
+    Examples
+    --------
+    >>> try:
+    ...     ax = plot_validation_size(0.2, 0.1, 0.24, fn_cost=100, fp_cost=10, n_test=6512)
+    ...     ok = len(ax.lines) == 2
+    ...     ax.figure.clf()
+    ... except ImportError as exc:  # matplotlib missing: the message names the extra
+    ...     ok = "thors_stream[plot]" in str(exc)
+    >>> ok
+    True
+    """
+    plt = _pyplot()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 4))
+    mults = np.asarray(multiples if multiples is not None else np.linspace(1.1, 3.5, 25), dtype=np.float64)
+    for method in methods:
+        xs, ys = [], []
+        for m in mults:
+            try:
+                n = required_validation_size(fpr, fnr, class_prior, fn_cost=fn_cost, fp_cost=fp_cost, multiple=m,
+                                             confidence=confidence, n_test=n_test, method=method, **kw)
+            except ValueError as exc:
+                if "meets the target" not in str(exc):
+                    raise
+                continue
+            xs.append(m)
+            ys.append(np.log10(n))
+        name = "paper (cost.ub1)" if method == "paper" else f"valid ({method})"
+        ax.plot(xs, ys, "--" if method == "paper" else "-", label=f"{label}: {name}" if label else name)
+    ax.set_xlabel(f"{confidence:.0%} upper bound on the cost, as a multiple of C2")
+    ax.set_ylabel("log10 validation size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    return ax

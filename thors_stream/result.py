@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .bounds import ThresholdBounds
 
 __all__ = ["ThresholdResult"]
 
@@ -83,6 +86,24 @@ class ThresholdResult:
     def predict_one(self, score: float) -> bool:
         """Return ``score > threshold``. O(1)."""
         return bool(score > self.threshold)
+
+    def bounds(self, confidence: float = 0.95, n_test: int | None = None, **kw: Any) -> ThresholdBounds:
+        """High-probability bounds on the true FPR, FNR and cost at this threshold.
+
+        Valid for this data-dependent threshold (simultaneous band, union bound); the paper's
+        pointwise versions come along as ``paper_*``. Keywords ``class_prior`` and ``method``
+        are passed on; see :func:`thors_stream.bounds.threshold_bounds`. O(1), plus
+        O(sqrt(n_test)) for the exact cost quantile.
+
+        >>> from thors_stream import thors_threshold
+        >>> r = thors_threshold([0.1, 0.4, 0.35, 0.8] * 50, [0, 0, 1, 1] * 50, fn_cost=1, fp_cost=1)
+        >>> b = r.bounds(0.95, n_test=100)
+        >>> b.fpr_lower <= r.fpr <= b.fpr_upper, b.cost_upper_exact <= b.cost_upper
+        (True, True)
+        """
+        from .bounds import threshold_bounds
+
+        return threshold_bounds(self, confidence, n_test, **kw)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``-inf`` threshold written as the string ``"-inf"``)."""

@@ -1,0 +1,1 @@
+"""Benchmark scripts for thors_stream (not part of the installed package)."""

@@ -1,0 +1,283 @@
+"""Coverage of the THORS bounds for the threshold THORS picked, by simulation.
+
+For score distributions with a known truth, draw many validation sets at once, pick the
+THORS threshold of each (vectorised, checked against ``thors_threshold``), compute every
+bound of ``thors_stream.bounds`` (vectorised, checked against ``threshold_bounds``), and
+count how often each bound holds for the *true* error rates / expected cost at that
+threshold, and for the realised cost of ``n_test`` new events drawn from the truth.
+
+    python benchmarks/bounds_coverage.py            # full: 4 distributions x 2 priors x 3 sizes, 1,000 reps
+    python benchmarks/bounds_coverage.py --quick    # small smoke run
+
+Validation sets are i.i.d. draws from the population (so the class counts are random and the
+prior is estimated, with its confidence term); ``n_test = n_val // 2`` (the paper's ratio).
+Prints the tables; a full run also writes them to ``benchmarks/results/bounds_coverage.md``
+(``--quick`` writes only when ``--out`` is given). About 4.5 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from thors_stream import thors_threshold
+from thors_stream.bounds import bounds_arrays, threshold_bounds
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Dist:
+    """Class-conditional score laws with their exact FPR(t) = P(S0 > t), FNR(t) = P(S1 <= t)."""
+
+    name: str
+    sample: Callable[[np.random.Generator, np.ndarray], np.ndarray]  # labels (bool) -> scores
+    fpr: Callable[[np.ndarray], np.ndarray]
+    fnr: Callable[[np.ndarray], np.ndarray]
+
+
+def _gauss(rng: np.random.Generator, y: np.ndarray) -> np.ndarray:
+    return rng.standard_normal(y.shape) + 1.5 * y
+
+
+def _beta(rng: np.random.Generator, y: np.ndarray) -> np.ndarray:
+    return np.where(y, rng.beta(5.0, 2.0, y.shape), rng.beta(2.0, 5.0, y.shape))
+
+
+def _cauchy(rng: np.random.Generator, y: np.ndarray) -> np.ndarray:
+    return rng.standard_cauchy(y.shape) + 2.0 * y
+
+
+GRID = 0.25  # rounded Gaussian scores: heavy ties, a discrete score law
+
+
+def _gauss_ties(rng: np.random.Generator, y: np.ndarray) -> np.ndarray:
+    return np.round(_gauss(rng, y) / GRID) * GRID
+
+
+DISTS = {
+    "gauss": Dist("gauss", _gauss, lambda t: stats.norm.sf(t), lambda t: stats.norm.cdf(t - 1.5)),
+    "beta": Dist("beta", _beta, lambda t: stats.beta.sf(t, 2, 5), lambda t: stats.beta.cdf(t, 5, 2)),
+    "cauchy": Dist("cauchy", _cauchy, lambda t: stats.cauchy.sf(t), lambda t: stats.cauchy.cdf(t - 2.0)),
+    # scores on a grid: S > t  <=>  raw >= t + GRID/2 for grid points t
+    "gauss-ties": Dist("gauss-ties", _gauss_ties, lambda t: stats.norm.sf(t + GRID / 2),
+                       lambda t: stats.norm.cdf(t + GRID / 2 - 1.5)),
+}
+COSTS = {0.5: (5.0, 1.0), 0.02: (50.0, 1.0)}  # (fn_cost, fp_cost) per class prior
+LEVELS = (0.90, 0.95, 0.99)
+
+# statement -> (what it bounds, how to check it)
+STATEMENTS = [
+    "fpr_upper", "fpr_lower", "fnr_upper", "fnr_lower", "risk_upper", "cost_interval",
+    "cost_upper", "cost_upper_exact",
+    "paper_fpr_upper", "paper_fpr_lower", "paper_fnr_upper", "paper_fnr_lower",
+    "paper_cost_upper", "paper_cost_interval",
+]
+DEFAULT = [s for s in STATEMENTS if not s.startswith("paper_")]
+
+
+def thors_many(s: np.ndarray, y: np.ndarray, fn: float, fp: float) -> dict[str, np.ndarray]:
+    """THORS on each row of ``s`` (R x n) with labels ``y``: threshold and the four counts.
+
+    Same rule as :func:`thors_threshold` (cost ``fn*k1 + fp*(n0-k0)``, ties kept together,
+    smallest threshold among equal costs, ``-inf`` first); exact for integer costs.
+    O(R n log n).
+    """
+    order = np.argsort(s, axis=1, kind="stable")
+    ss = np.take_along_axis(s, order, axis=1)
+    yy = np.take_along_axis(y, order, axis=1)
+    c1 = np.cumsum(yy, axis=1)
+    c0 = np.cumsum(~yy, axis=1)
+    n1 = c1[:, -1]
+    n0 = s.shape[1] - n1
+    cost = fn * c1 + fp * (n0[:, None] - c0)
+    end = np.ones(s.shape, dtype=bool)
+    end[:, :-1] = ss[:, 1:] != ss[:, :-1]
+    cost = np.where(end, cost, np.inf)
+    j = np.argmin(cost, axis=1)
+    rows = np.arange(s.shape[0])
+    best = cost[rows, j]
+    take = best < fp * n0
+    return {
+        "threshold": np.where(take, ss[rows, j], -np.inf),
+        "n0": n0, "n1": n1,
+        "k0": np.where(take, c0[rows, j], 0), "k1": np.where(take, c1[rows, j], 0),
+    }
+
+
+def _check_against_library(s, y, got, fn, fp, rows) -> None:
+    for i in rows:
+        r = thors_threshold(s[i], y[i], fn_cost=fn, fp_cost=fp)
+        mine = (got["threshold"][i], got["n0"][i], got["n1"][i], got["k0"][i], got["k1"][i])
+        if (r.threshold, r.count0, r.count1, r.count_k0, r.count_k1) != tuple(x.item() for x in mine):
+            raise AssertionError(f"vectorised THORS disagrees with thors_threshold on rep {i}: {mine} vs {r}")
+
+
+def simulate(dist: Dist, prior: float, n: int, reps: int, seed: int, n_test: int | None = None,
+             levels: tuple[float, ...] = LEVELS, method: str = "hybrid",
+             costs: tuple[float, float] | None = None) -> dict:
+    """Run one setting: returns coverage counts per statement and level, and mean bounds.
+
+    ``costs`` = ``(fn_cost, fp_cost)`` (integers keep the vectorised THORS exact), default
+    ``COSTS[prior]``; ``n_test`` defaults to ``n // 2``.
+    """
+    fn, fp = COSTS[prior] if costs is None else costs
+    n_test = n // 2 if n_test is None else n_test
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // n)
+    parts, kept = [], []
+    for start in range(0, reps, chunk):
+        r = min(chunk, reps - start)
+        y = rng.random((r, n)) < prior
+        s = dist.sample(rng, y)
+        got = thors_many(s, y, fn, fp)
+        _check_against_library(s, y, got, fn, fp, rows=range(min(2, r)))
+        if not kept:
+            kept = [(start + i, s[i].copy(), y[i].copy()) for i in range(min(2, r))]
+        parts.append(got)
+    sel = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    thr = sel["threshold"]
+    fpr_true = np.where(np.isfinite(thr), dist.fpr(np.where(np.isfinite(thr), thr, 0.0)), 1.0)
+    fnr_true = np.where(np.isfinite(thr), dist.fnr(np.where(np.isfinite(thr), thr, 0.0)), 0.0)
+    risk_true = prior * fn * fnr_true + (1 - prior) * fp * fpr_true
+    exp_cost = n_test * risk_true
+    n1_te = rng.binomial(n_test, prior, size=reps)
+    realised = fn * rng.binomial(n1_te, fnr_true) + fp * rng.binomial(n_test - n1_te, fpr_true)
+    out: dict = {"hold": {}, "means": {}, "reps": reps, "n_test": n_test,
+                 "mean_realised": float(realised.mean()), "mean_expected": float(exp_cost.mean()),
+                 "degenerate": int(np.sum((sel["n1"] == 0) | (sel["n0"] == 0) | (sel["k1"] == sel["n1"])
+                                          | (sel["k0"] == 0)))}
+    for lev in levels:
+        b = bounds_arrays(sel["n0"], sel["n1"], sel["k0"], sel["k1"], fn_cost=fn, fp_cost=fp,
+                          confidence=lev, n_test=n_test, method=method)
+        for i, si, yi in kept:  # the vectorised engine gives the public function's numbers
+            pub = threshold_bounds(thors_threshold(si, yi, fn_cost=fn, fp_cost=fp), lev, n_test, method=method)
+            for key in ("fpr_upper", "fnr_lower", "risk_upper", "cost_upper", "cost_upper_exact"):
+                if getattr(pub, key) != b[key][i]:
+                    raise AssertionError(f"bounds_arrays != threshold_bounds for {key}: {b[key][i]} vs {pub}")
+            if pub.cost_interval.lower != b["cost_interval_lower"][i]:
+                raise AssertionError("bounds_arrays != threshold_bounds for cost_interval")
+        checks = {
+            "fpr_upper": fpr_true <= b["fpr_upper"], "fpr_lower": fpr_true >= b["fpr_lower"],
+            "fnr_upper": fnr_true <= b["fnr_upper"], "fnr_lower": fnr_true >= b["fnr_lower"],
+            "risk_upper": risk_true <= b["risk_upper"],
+            "cost_interval": (b["cost_interval_lower"] <= exp_cost) & (exp_cost <= b["cost_interval_upper"]),
+            "cost_upper": realised <= b["cost_upper"], "cost_upper_exact": realised <= b["cost_upper_exact"],
+            "paper_fpr_upper": fpr_true <= b["paper_fpr_upper"], "paper_fpr_lower": fpr_true >= b["paper_fpr_lower"],
+            "paper_fnr_upper": fnr_true <= b["paper_fnr_upper"], "paper_fnr_lower": fnr_true >= b["paper_fnr_lower"],
+            "paper_cost_upper": exp_cost <= b["paper_cost_upper"],
+            "paper_cost_interval": (b["paper_cost_interval_lower"] <= exp_cost)
+            & (exp_cost <= b["paper_cost_interval_upper"]),
+        }
+        if np.any(b["cost_upper_exact"] > b["cost_upper"]):
+            raise AssertionError("cost_upper_exact looser than cost_upper")
+        out["hold"][lev] = {k: int(v.sum()) for k, v in checks.items()}
+        out["means"][lev] = {k: float(np.mean(b[k])) for k in
+                             ("cost_upper", "cost_upper_exact", "paper_cost_upper", "risk_upper")}
+        out["means"][lev]["exact_gain"] = float(np.mean(1 - b["cost_upper_exact"] / np.where(
+            b["cost_upper"] > 0, b["cost_upper"], 1.0)))
+    return out
+
+
+def se(p: float, reps: int) -> float:
+    """Monte Carlo standard error of a coverage estimate at true coverage ``p``."""
+    return math.sqrt(p * (1 - p) / reps)
+
+
+def fmt_cov(hold: int, reps: int, lev: float) -> str:
+    c = hold / reps
+    flag = " ✗" if c < lev - 3 * se(lev, reps) else ""
+    return f"{c:.3f}±{se(c, reps):.3f}{flag}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes and few reps (smoke run)")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per setting (default 1000; quick 200)")
+    ap.add_argument("--seed", type=int, default=20240601)
+    ap.add_argument("--out", type=Path, default=RESULTS / "bounds_coverage.md")
+    args = ap.parse_args(argv)
+    reps = args.reps or (200 if args.quick else 1000)
+    sizes = (200, 2000) if args.quick else (200, 2000, 20000)
+    dists = ["gauss", "cauchy"] if args.quick else list(DISTS)
+    t0 = time.perf_counter()
+    rows = []
+    seed = args.seed
+    for dname in dists:
+        for prior in COSTS:
+            for n in sizes:
+                seed += 1
+                t = time.perf_counter()
+                res = simulate(DISTS[dname], prior, n, reps, seed)
+                rows.append((dname, prior, n, res))
+                print(f"  {dname:10s} prior={prior:<5} n={n:>6,} n_test={res['n_test']:>6,}: "
+                      f"{time.perf_counter() - t:6.1f} s", file=sys.stderr, flush=True)
+    wall = time.perf_counter() - t0
+    text = render(rows, reps, wall, args)
+    print(text)
+    if not args.quick or args.out != RESULTS / "bounds_coverage.md":
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text)
+    return 0
+
+
+def render(rows, reps: int, wall: float, args) -> str:
+    lines = [f"# Coverage of THORS bounds ({reps:,} repetitions per setting, wall time {wall:.0f} s)", ""]
+    lines.append("Coverage ± its Monte Carlo s.e. (plug-in, so 0 at coverage 1); ✗ = below nominal by more than")
+    lines.append("3 s.e. computed at the nominal level. The worst-coverage table names the setting where it occurs.")
+    lines.append("")
+    # summary: worst coverage of each statement over all settings, per level
+    lines.append("## Worst coverage over all settings")
+    lines.append("")
+    lines.append("| bound | " + " | ".join(f"{lev:.0%} nominal" for lev in LEVELS) + " |")
+    lines.append("|---|" + "---|" * len(LEVELS))
+    for st in STATEMENTS:
+        cells = []
+        for lev in LEVELS:
+            worst = min(rows, key=lambda r, st=st, lev=lev: r[3]["hold"][lev][st])
+            d, p, n, res = worst
+            cells.append(f"{fmt_cov(res['hold'][lev][st], res['reps'], lev)} ({d}, π={p}, n={n:,})")
+        lines.append(f"| {st} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("## Cost bounds at 95%, as multiples of the mean cost they bound")
+    lines.append("")
+    lines.append("Realised cost of n_test events: cost_upper (Bernstein), cost_upper_exact. Expected cost of")
+    lines.append("n_test events: expected_cost_upper (valid), paper_cost_upper (Theorem 3, undercovers).")
+    lines.append("")
+    lines.append("| setting | n_test | mean realised | cost_upper | cost_upper_exact | exact tighter by "
+                 "| expected_cost_upper | paper_cost_upper |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for d, p, n, res in rows:
+        m = res["means"][0.95]
+        real, expd = res["mean_realised"], res["mean_expected"]
+        lines.append(
+            f"| {d}, π={p}, n={n:,} | {res['n_test']:,} | {real:.1f} | {m['cost_upper'] / real:.2f} | "
+            f"{m['cost_upper_exact'] / real:.2f} | {m['exact_gain']:.1%} | "
+            f"{res['n_test'] * m['risk_upper'] / expd:.2f} | {m['paper_cost_upper'] / expd:.2f} |"
+        )
+    lines.append("")
+    lines.append("## Full table")
+    lines.append("")
+    for lev in LEVELS:
+        lines.append(f"### nominal {lev:.0%}")
+        lines.append("")
+        lines.append("| setting | " + " | ".join(STATEMENTS) + " |")
+        lines.append("|---|" + "---|" * len(STATEMENTS))
+        for d, p, n, res in rows:
+            lines.append(f"| {d}, π={p}, n={n:,} | "
+                         + " | ".join(fmt_cov(res["hold"][lev][st], res["reps"], lev) for st in STATEMENTS) + " |")
+        lines.append("")
+    lines.append(f"Command: `python benchmarks/bounds_coverage.py{' --quick' if args.quick else ''}`")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Replication of the THORS paper's case studies (section 4): ``python -m benchmarks.paper``."""
