@@ -51,6 +51,29 @@ def test_fit_json_matches_library(data, capsys):
     assert d["threshold"] == r.threshold and math.isclose(d["cost"], r.cost)
 
 
+def test_fit_reports_the_library_bounds(data, capsys):
+    p, s, y, _ = data
+    base = ["fit", str(p), "--score-col", "score", "--label-col", "label", "--fn-cost", "7", "--fp-cost", "2"]
+    code, out, _ = run([*base, "--json", "--confidence", "0.9", "--n-test", "250"], capsys)
+    assert code == 0
+    got = json.loads(out)["bounds"]
+    b = thors_threshold(s, y, fn_cost=7, fp_cost=2).bounds(confidence=0.9, n_test=250)
+    assert got["confidence"] == 0.9 and got["n_test"] == 250
+    for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper", "cost_upper", "cost_upper_exact"):
+        assert got[k] == getattr(b, k)
+    assert (got["cost_interval_lower"], got["cost_interval_upper"]) == b.cost_interval[:2]
+    code, out, _ = run([*base, "--json"], capsys)  # default n_test: the file's rows
+    assert json.loads(out)["bounds"]["n_test"] == len(s)
+    # weighted: rate bounds only, the cost bounds would be about unit costs
+    code, out, _ = run([*base, "--weight-col", "amount", "--json"], capsys)
+    got = json.loads(out)["bounds"]
+    assert "fpr_upper" in got and "cost_upper" not in got
+    code, out, _ = run([*base, "--weight-col", "amount"], capsys)
+    assert "FNR bounds" in out and "no cost bound" in out
+    code, out, _ = run(base, capsys)
+    assert "FPR bounds" in out and f"{len(s):,} new events: expected cost in" in out
+
+
 def test_fit_text_and_plot(data, capsys, tmp_path):
     pytest.importorskip("matplotlib")
     p, *_ = data

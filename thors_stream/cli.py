@@ -42,6 +42,16 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
+    return v
+
+
 def _confidence(text: str) -> float:
     v = _positive_float(text)
     if not v < 1:
@@ -74,6 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit", help="the THORS threshold of a file of labelled scores")
     _data_args(f)
     f.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the bounds (default 0.95)")
+    f.add_argument("--n-test", type=_nonneg_int, default=None,
+                   help="bound the cost of this many new events (default: as many as the file has rows)")
     f.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     f.add_argument("--plot", default=None, metavar="PNG", help="save the cost curve (needs matplotlib)")
 
@@ -90,22 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _bounds_of(result: Any, confidence: float) -> Any:
-    fn = getattr(result, "bounds", None)
-    if fn is None:
-        return None
-    try:
-        return fn(confidence=confidence)
-    except (ValueError, NotImplementedError):  # e.g. no bound defined for weighted results
-        return None
-
-
 def _bounds_dict(b: Any) -> dict[str, Any]:
-    out = {}
-    for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper", "cost_upper", "cost_upper_exact"):
-        v = getattr(b, k, None)
-        if isinstance(v, (int, float)):
-            out[k] = v
+    """The bounds worth printing. Cost bounds are about unit-weight costs, so a weighted file gets rates only."""
+    out: dict[str, Any] = {k: getattr(b, k) for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper")}
+    if not b.weighted and b.n_test is not None:
+        out["n_test"] = b.n_test
+        out["cost_interval_lower"], out["cost_interval_upper"] = b.cost_interval.lower, b.cost_interval.upper
+        out["cost_upper"], out["cost_upper_exact"] = b.cost_upper, b.cost_upper_exact
     return out
 
 
@@ -120,7 +123,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     r = thors_threshold(ev.scores, ev.labels, fn_cost=args.fn_cost, fp_cost=args.fp_cost,
                         sample_weight=ev.weights, class_prior=args.class_prior)
     t2 = time.perf_counter()
-    bounds = _bounds_of(r, args.confidence)
+    bounds = r.bounds(confidence=args.confidence, n_test=len(ev) if args.n_test is None else args.n_test)
     if args.plot:
         from .plotting import plot_cost_curve
 
@@ -143,8 +146,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"cost          {r.cost:,.6g}   (FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g})")
     print(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
     if bounds is not None:
-        for k, v in _bounds_dict(bounds).items():
-            print(f"{k:<13} {v:.6g}   ({args.confidence:.0%} confidence)")
+        c = f"{args.confidence:.0%}"
+        print(f"FPR bounds    [{bounds.fpr_lower:.6f}, {bounds.fpr_upper:.6f}]   (each side {c}; valid for this "
+              "data-chosen threshold)")
+        print(f"FNR bounds    [{bounds.fnr_lower:.6f}, {bounds.fnr_upper:.6f}]")
+        if bounds.weighted:
+            print("              (weighted file: the bounds are on event rates; no cost bound for per-event costs)")
+        else:
+            ci = bounds.cost_interval
+            print(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
+                  f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
     peak = _peak_rss_mb()
     print(f"time          parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s"
           + (f", peak memory {peak:,.0f} MB" if peak is not None else ""))

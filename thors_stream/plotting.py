@@ -45,8 +45,11 @@ def plot_cost_curve(
     """Save a PNG of empirical cost against threshold, the chosen threshold marked.
 
     ``thresholds``/``costs`` as returned by :func:`~thors_stream.cost_curve`. When
-    ``bounds`` (an object with ``cost_upper`` and, optionally, ``cost_interval``) is
-    given, the bounds are drawn as horizontal lines. O(n).
+    ``bounds`` (a :class:`~thors_stream.ThresholdBounds` of ``result``) is given, its FPR/FNR
+    bounds are written in a box and, unless the result is weighted, the interval for the
+    expected cost of ``bounds.n_test`` new events is shaded and the bound on the cost paid on
+    them drawn as a dotted line (with ``n_test`` equal to the number of events the curve was
+    computed from, these are on the curve's own scale). O(n).
     """
     fig = _figure(figsize=(7, 4))
     ax = fig.subplots()
@@ -60,15 +63,26 @@ def plot_cost_curve(
     ax.plot([result.threshold if math.isfinite(result.threshold) else thresholds[finite][0]], [result.cost], "o",
             color="C3")
     if bounds is not None:
-        up = getattr(bounds, "cost_upper", None)
-        if up is not None and math.isfinite(up):
-            ax.axhline(up, color="C2", ls=":", label=f"cost upper bound {up:,.4g}")
+        _mark_bounds(ax, bounds)
     ax.set_xlabel("threshold (predict positive iff score > threshold)")
     ax.set_ylabel("total cost")
     ax.set_title(title or f"FN cost {result.fn_cost:g}, FP cost {result.fp_cost:g}: minimum cost {result.cost:,.6g}")
     ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+def _mark_bounds(ax: Any, bounds: Any) -> None:
+    """Shade the expected-cost interval, draw the realised-cost bound, list the rate bounds."""
+    c = f"{bounds.confidence:.0%}"
+    if not bounds.weighted and bounds.n_test:
+        ci = bounds.cost_interval
+        ax.axhspan(ci.lower, ci.upper, color="C2", alpha=0.15,
+                   label=f"expected cost of {bounds.n_test:,} new events, {c} interval")
+        ax.axhline(bounds.cost_upper_exact, color="C2", ls=":", label=f"cost paid on them, {c} upper bound")
+    ax.text(0.99, 0.02, f"at the threshold ({c} each side):\nFPR in [{bounds.fpr_lower:.3f}, {bounds.fpr_upper:.3f}]\n"
+            f"FNR in [{bounds.fnr_lower:.3f}, {bounds.fnr_upper:.3f}]", transform=ax.transAxes, ha="right",
+            va="bottom", fontsize=8, bbox={"boxstyle": "round", "fc": "white", "alpha": 0.8})
 
 
 def plot_trajectory(
