@@ -29,7 +29,7 @@ import numpy as np
 
 from thors_stream import thors_threshold
 from thors_stream.planner import required_validation_size
-from thors_stream.plots import plot_validation_size
+from thors_stream.plotting import plot_validation_size
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
