@@ -281,3 +281,29 @@ def test_large_batches_match_batch_oracle(backend, window):
         ref = thors_threshold(hs, hy, fn_cost=7, fp_cost=2, sample_weight=hw)
         assert st_.result() == ref
         assert st_.get() == ref.threshold and st_.cost == ref.cost
+
+
+@pytest.mark.parametrize("backend", available_backends())
+def test_consecutive_bulk_merges_match_batch_oracle(backend):
+    """Many bulk merges in a row (the compiled arena's block drifts up and is moved back to
+    the start when it reaches the end, and grows), then single updates, then merges again."""
+    rng = np.random.default_rng(8)
+    window = 3000
+    st_ = StreamingThors(fn_cost=5, fp_cost=1, window=window, backend=backend)
+    events: list = []
+    for rnd in range(45):
+        m = int(rng.integers(65, 2500)) if rnd % 9 else 4000
+        s = np.where(rng.random(m) < 0.3, np.round(rng.random(m), 2), rng.random(m))
+        y = rng.random(m) < 0.3
+        st_.update_many(s, y)
+        events += list(zip(s.tolist(), y.tolist()))
+        if rnd == 30:
+            for k in range(200):
+                e = (float(rng.random()), bool(k % 4 == 0))
+                st_.update(*e)
+                events.append(e)
+        held = events[-window:]
+        hs, hy = zip(*held)
+        ref = thors_threshold(hs, hy, fn_cost=5, fp_cost=1)
+        assert st_.result() == ref, rnd
+        assert len(st_) == len(held)

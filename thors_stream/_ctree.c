@@ -30,7 +30,8 @@ typedef struct {
     PyObject_HEAD
     Node *nodes;
     int32_t cap, used, free_head, root;
-    int ordered; /* nodes[0, used) are in key order with no free slots (after a rebuild) */
+    int ordered; /* nodes[base, base + n_keys) are in key order with no free slots (after a rebuild) */
+    int32_t base;
     Py_ssize_t n_keys;
     double a, b;
     uint64_t rng;
@@ -175,7 +176,7 @@ static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "dd|n", kwlist, &a, &b, &load)) return -1;
     PyMem_Free(self->nodes);
     self->nodes = NULL; self->cap = self->used = 0;
-    self->free_head = self->root = NIL; self->n_keys = 0; self->ordered = 1;
+    self->free_head = self->root = NIL; self->n_keys = 0; self->ordered = 1; self->base = 0;
     self->a = a; self->b = b;
     self->rng = 0x9E3779B97F4A7C15ULL;
     return 0;
@@ -276,25 +277,37 @@ static int32_t build(CTree *t, int32_t lo, int32_t hi, int depth) {
 
 /* Merge the sorted deltas into the in-order node array and rebuild: O(n + m) with
    sequential memory access, versus m random O(log n) descents. The arena is kept in
-   key order after a rebuild (``ordered``), so the merge runs in place, back to front,
-   and large fresh allocations (whose first touch is costly) are avoided. */
+   key order after a rebuild (``ordered``, nodes at [base, base + n)), so the merge runs
+   in place, back to front, ending at base + n + m; the result starts wherever it ends
+   up and becomes the new base. The block drifts up by about m per batch and is moved
+   back to 0 only when it reaches the end of the arena, which is sized to leave room
+   for several batches: one memmove every few batches instead of one per batch. */
 static int merge_rebuild(CTree *t, const double *k, const double *a1, const double *a0, const double *c1,
                          const double *c0, Py_ssize_t m) {
     Py_ssize_t n = t->n_keys, q = 0;
-    if (n + m + 1 > INT32_MAX) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
+    if (n + m + 1 > INT32_MAX / 2) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
     if (!t->ordered) {
         Node *tmp = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Node));
         if (!tmp) { PyErr_NoMemory(); return -1; }
         collect(t, t->root, tmp, &q);
         memcpy(t->nodes, tmp, (size_t)n * sizeof(Node));
         PyMem_Free(tmp);
+        t->base = 0;
     }
-    if (n + m > t->cap) {
-        Node *ns = PyMem_Realloc(t->nodes, (size_t)(n + m) * sizeof(Node));
-        if (!ns) { PyErr_NoMemory(); return -1; }
-        t->nodes = ns; t->cap = (int32_t)(n + m);
+    Py_ssize_t base = t->base;
+    if (base + n + m > t->cap) {
+        if (n + 5 * m > t->cap) { /* grow, leaving room for several batches */
+            Py_ssize_t slack = 8 * m > (n + m) / 8 ? 8 * m : (n + m) / 8;
+            Py_ssize_t cap = n + m + slack;
+            if (cap > INT32_MAX) cap = INT32_MAX;
+            Node *ns = PyMem_Realloc(t->nodes, (size_t)cap * sizeof(Node));
+            if (!ns) { PyErr_NoMemory(); return -1; }
+            t->nodes = ns; t->cap = (int32_t)cap;
+        }
+        if (base) memmove(t->nodes, t->nodes + base, (size_t)n * sizeof(Node));
+        base = 0;
     }
-    Node *a = t->nodes;
+    Node *a = t->nodes + base;
     Py_ssize_t i = n - 1, j = m - 1, w = n + m;
     while (i >= 0 || j >= 0) {
         Node nd;
@@ -315,10 +328,9 @@ static int merge_rebuild(CTree *t, const double *k, const double *a1, const doub
         }
         a[--w] = nd; /* w > i always: the write never overtakes the read */
     }
-    Py_ssize_t o = n + m - w;
-    memmove(a, a + w, (size_t)o * sizeof(Node));
-    t->used = (int32_t)o; t->free_head = NIL; t->n_keys = o;
-    t->root = build(t, 0, (int32_t)o, 0);
+    Py_ssize_t o = n + m - w, start = base + w, end = base + n + m;
+    t->used = (int32_t)end; t->free_head = NIL; t->n_keys = o; t->base = (int32_t)start;
+    t->root = build(t, (int32_t)start, (int32_t)end, 0);
     t->ordered = 1;
     return 0;
 }
