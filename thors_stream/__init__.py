@@ -14,6 +14,7 @@ from .stream import StreamingThors
 __all__ = [
     "CostInterval",
     "Costs",
+    "NPInfeasibleError",
     "StreamingThors",
     "ThorsClassifier",
     "ThresholdBounds",
@@ -21,6 +22,7 @@ __all__ = [
     "class_coefficients",
     "cost_curve",
     "metrics",
+    "min_class_size",
     "required_validation_size",
     "resolve_costs",
     "thors_threshold",
@@ -37,6 +39,8 @@ _LAZY = {
     "ThresholdBounds": (".bounds", "ThresholdBounds"),
     "threshold_bounds": (".bounds", "threshold_bounds"),
     "required_validation_size": (".planner", "required_validation_size"),
+    "NPInfeasibleError": (".neyman_pearson", "NPInfeasibleError"),
+    "min_class_size": (".neyman_pearson", "min_class_size"),
 }
 
 

@@ -47,6 +47,9 @@ def thors_threshold(
     cost_matrix: Sequence[Sequence[float]] | None = None,
     sample_weight: Any = None,
     class_prior: float | None = None,
+    max_fpr: float | None = None,
+    max_fnr: float | None = None,
+    confidence: float = 0.95,
 ) -> ThresholdResult:
     """The THORS threshold: the order statistic of ``scores`` minimising total cost.
 
@@ -81,12 +84,25 @@ def thors_threshold(
     class_prior
         Optional population share of positives, to correct a validation set whose
         class mix differs from the population's.
+    max_fpr, max_fnr, confidence
+        Neyman-Pearson mode (see :mod:`thors_stream.neyman_pearson`): return the
+        minimum-cost threshold among those whose *true* FPR (resp. FNR) is at most
+        ``max_fpr`` (``max_fnr``) with probability at least ``confidence`` over the
+        validation data (umbrella algorithm of Tong, Feng & Li 2018). The guarantee
+        holds for the threshold returned, chosen from the data, because it covers
+        every admissible threshold at once. With both set each gets half of
+        ``1 - confidence``. The constraints use event counts (not weights or the
+        prior); the cost uses weights and prior as usual. O(n log n) as well.
 
     Raises
     ------
     ValueError
         Empty input, non-finite scores, labels other than 0/1, bad weights or costs,
-        mismatched lengths.
+        mismatched lengths, ``max_fpr``/``max_fnr``/``confidence`` outside (0, 1).
+        In Neyman-Pearson mode, :class:`~thors_stream.neyman_pearson.NPInfeasibleError`
+        (a ``ValueError``) when a constrained class has too few events (the message
+        gives the number needed, ``log(delta) / log(1 - alpha)``) or no threshold
+        meets both constraints.
 
     Examples
     --------
@@ -95,15 +111,32 @@ def thors_threshold(
     (0.2, 1.0)
     >>> thors_threshold([0.2, 0.9], [1, 1], fn_cost=1, fp_cost=1).threshold
     -inf
+
+    Neyman-Pearson mode. For FPR <= 10% with 90% confidence, 30 negatives are only just
+    enough (22 is the minimum) and the rank needed is 30: every negative at or below the
+    threshold (``P(Bin(30, 0.9) >= 29) = 0.18 > 0.1``). Cost is minimised above that.
+
+    >>> s = [i / 40 for i in range(40)]
+    >>> y = [0] * 25 + [1, 0] * 5 + [1] * 5
+    >>> thors_threshold(s, y, fn_cost=1, fp_cost=1).threshold
+    0.6
+    >>> r = thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, confidence=0.9)
+    >>> r.threshold, r.cost, r.count_k0
+    (0.85, 5.0, 30)
     """
+    from .neyman_pearson import check_np_params
+
     costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
     prior = check_class_prior(class_prior)
+    max_fpr, max_fnr, conf = check_np_params(max_fpr, max_fnr, confidence)
     s = check_scores(scores)
     n = s.shape[0]
     if n == 0:
         raise ValueError("scores is empty: no threshold can be chosen from no events")
     labels = check_labels(y, n)
     w = check_weights(sample_weight, n)
+    if max_fpr is not None or max_fnr is not None:
+        return _neyman_pearson(s, labels, w, costs.fn_cost, costs.fp_cost, prior, max_fpr, max_fnr, conf)
     if w is None:
         return _unweighted(s, labels, costs.fn_cost, costs.fp_cost, prior)
     return _weighted(s, labels, w, costs.fn_cost, costs.fp_cost, prior)
@@ -176,6 +209,28 @@ def _weighted(
         count0=count0, count1=count1, count_k0=e + 1 - ck1, count_k1=ck1, fn_cost=fn, fp_cost=fp,
         class_prior=prior,
     )
+
+
+def _neyman_pearson(
+    s: np.ndarray, y: np.ndarray, w: np.ndarray | None, fn: float, fp: float, prior: float | None,
+    max_fpr: float | None, max_fnr: float | None, conf: float,
+) -> ThresholdResult:
+    """Aggregate per distinct score, then pick the cheapest admissible candidate (O(n log n))."""
+    from .neyman_pearson import np_threshold_from_rows
+
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    ww = np.ones(s.shape[0]) if w is None else w[order]
+    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
+    yf = yy.astype(np.float64)
+    rows = (
+        ss[starts],
+        np.add.reduceat(np.where(yy, ww, 0.0), starts),
+        np.add.reduceat(np.where(yy, 0.0, ww), starts),
+        np.add.reduceat(yf, starts),
+        np.add.reduceat(1.0 - yf, starts),
+    )
+    return np_threshold_from_rows(*rows, fn, fp, prior, max_fpr, max_fnr, conf)
 
 
 def cost_curve(

@@ -39,6 +39,9 @@ class ThresholdResult:
         when every weight is 1); the error-rate bounds use these.
     fn_cost, fp_cost, class_prior
         The costs and prior the threshold was chosen for.
+    max_fpr, max_fnr, np_confidence
+        The Neyman-Pearson constraints the threshold was chosen under (``None`` when it was
+        not; see :mod:`thors_stream.neyman_pearson`).
 
     Examples
     --------
@@ -63,6 +66,9 @@ class ThresholdResult:
     fn_cost: float
     fp_cost: float
     class_prior: float | None = None
+    max_fpr: float | None = None
+    max_fnr: float | None = None
+    np_confidence: float | None = None
 
     @property
     def fpr(self) -> float:

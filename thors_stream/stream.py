@@ -23,6 +23,7 @@ from ._validation import (
 )
 from .batch import class_coefficients
 from .costs import resolve_costs
+from .neyman_pearson import NPInfeasibleError, check_np_params, np_threshold_from_rows
 from .result import ThresholdResult
 
 __all__ = ["StreamingThors"]
@@ -93,6 +94,17 @@ class StreamingThors:
         ``"python"``; both give identical answers (see :mod:`thors_stream._backend`).
     load
         Block size of the numpy backend (tuning only).
+    max_fpr, max_fnr, confidence
+        Neyman-Pearson mode (see :mod:`thors_stream.neyman_pearson`): every read
+        (:meth:`get`, :meth:`result`, :attr:`cost`, :meth:`predict_one`) returns the
+        minimum-cost threshold among those whose true FPR (FNR) on the held events'
+        population is at most ``max_fpr`` (``max_fnr``) with probability at least
+        ``confidence``: the same answer as ``thors_threshold(..., max_fpr=...)`` on the
+        held events. While a constrained class has too few events held, :meth:`get`
+        raises :class:`~thors_stream.neyman_pearson.NPInfeasibleError` (a ``ValueError``
+        naming the count needed) and :meth:`predict_one` uses ``default_threshold``.
+        A read after a change costs O(n) (one export of the held rows; neither backend
+        has a rank or range-minimum query); repeated reads without a change are O(1).
 
     Complexity
     ----------
@@ -133,7 +145,12 @@ class StreamingThors:
         default_threshold: float | None = None,
         backend: str = "auto",
         load: int = 1024,
+        max_fpr: float | None = None,
+        max_fnr: float | None = None,
+        confidence: float = 0.95,
     ) -> None:
+        self.max_fpr, self.max_fnr, self.confidence = check_np_params(max_fpr, max_fnr, confidence)
+        self._np_cache: tuple[Any, Any] | None = None
         costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
         self.fn_cost, self.fp_cost = costs.fn_cost, costs.fp_cost
         if window is not None:
@@ -305,13 +322,37 @@ class StreamingThors:
     def get(self) -> float | None:
         """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
 
-        O(1) when no update moved the optimum, else O(load + n / load).
+        O(1) when no update moved the optimum, else O(load + n / load). In
+        Neyman-Pearson mode O(n) after a change, O(1) otherwise; raises
+        :class:`~thors_stream.neyman_pearson.NPInfeasibleError` while no threshold meets
+        the constraint (too few events of a constrained class held).
         """
         if not self._n:
             return None
+        if self.max_fpr is not None or self.max_fnr is not None:
+            return self._np_result().threshold
         if self.class_prior is None:
             return self._tree.threshold()
         return self._best()[1]
+
+    def _np_result(self) -> ThresholdResult:
+        """The Neyman-Pearson result for the held events, cached until they change. O(n)."""
+        # every change of the held multiset raises n_updates (update, update_many, merge)
+        # or lowers _n with n_updates unchanged (revert): the pair identifies the state.
+        key = (self.n_updates, self._n, self.max_fpr, self.max_fnr, self.confidence)
+        cache = self._np_cache
+        if cache is None or cache[0] != key:
+            try:
+                val: Any = np_threshold_from_rows(
+                    *export_rows(self._tree), self.fn_cost, self.fp_cost, self.class_prior,
+                    self.max_fpr, self.max_fnr, self.confidence,
+                )
+            except NPInfeasibleError as exc:
+                val = str(exc)
+            self._np_cache = cache = (key, val)
+        if isinstance(cache[1], str):
+            raise NPInfeasibleError(cache[1])
+        return cache[1]
 
     def _best(self) -> tuple[float, float]:
         if self.class_prior is not None:
@@ -324,12 +365,20 @@ class StreamingThors:
         """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
         if self._n == 0:
             return None
+        if self.max_fpr is not None or self.max_fnr is not None:
+            return self._np_result().cost
         m = self._best()[0]
         return self._tree._b * self._w0 + m
 
     def predict_one(self, score: float) -> bool:
-        """``score > threshold``; uses ``default_threshold`` while nothing is held."""
-        thr = self.get()
+        """``score > threshold``; uses ``default_threshold`` while nothing is held
+        (or, in Neyman-Pearson mode, while no threshold meets the constraint)."""
+        try:
+            thr = self.get()
+        except NPInfeasibleError:
+            if self.default_threshold is None:
+                raise
+            thr = None
         if thr is None:
             thr = self.default_threshold
             if thr is None:
@@ -343,6 +392,8 @@ class StreamingThors:
         """A :class:`ThresholdResult` for the held events (``None`` when empty). O(n / load + load)."""
         if self._n == 0:
             return None
+        if self.max_fpr is not None or self.max_fnr is not None:
+            return self._np_result()
         _, thr = self._best()
         tree = self._tree
         n1, n0, c1, c0 = tree.totals_upto(math.inf)
@@ -360,9 +411,15 @@ class StreamingThors:
 
     def __repr__(self) -> str:
         win = f", window={self.window}" if self.window else (f", period={self.period!r}" if self.period else "")
+        if self.max_fpr is not None or self.max_fnr is not None:
+            win += f", max_fpr={self.max_fpr}, max_fnr={self.max_fnr}, confidence={self.confidence}"
+        try:
+            thr: Any = self.get()
+        except NPInfeasibleError:
+            thr = "infeasible"
         return (
             f"StreamingThors(fn_cost={self.fn_cost}, fp_cost={self.fp_cost}{win}, "
-            f"held={self._n}, threshold={self.get()})"
+            f"held={self._n}, threshold={thr})"
         )
 
     # ---------------------------------------------------------------- batches
@@ -450,11 +507,14 @@ class StreamingThors:
         state = self.__dict__.copy()
         state["_tree"] = export_rows(self._tree)
         state["_tree_coefs"] = (self._tree._a, self._tree._b)
+        state["_np_cache"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         rows = state.pop("_tree")
         a, b = state.pop("_tree_coefs")
+        for name, default in (("max_fpr", None), ("max_fnr", None), ("confidence", 0.95), ("_np_cache", None)):
+            state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
         self.__dict__.update(state)
         self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
         self._tree = make_tree(a, b, self.backend, self._load)
@@ -468,7 +528,8 @@ class StreamingThors:
         The basis of sharded loops: each shard keeps its own (windowed) summary and a
         coordinator merges their current contents into an unwindowed one. Costs and
         ``class_prior`` must be equal; ``self`` must have no window (an expiry order
-        across shards is not defined). ``other`` is not changed. O(m log n) for m
+        across shards is not defined). ``other`` is not changed. The Neyman-Pearson
+        settings are a read-time choice and need not match: ``self``'s apply to the union. O(m log n) for m
         distinct scores in ``other`` (O(n + m) bulk merge when m is large).
 
         Examples
@@ -506,12 +567,14 @@ class StreamingThors:
 
     @classmethod
     def merged(cls, summaries: Sequence[StreamingThors], *, backend: str = "auto") -> StreamingThors:
-        """A new unwindowed summary holding the union of ``summaries``' held events."""
+        """A new unwindowed summary holding the union of ``summaries``' held events
+        (costs, prior, default threshold and Neyman-Pearson settings of the first)."""
         if not summaries:
             raise ValueError("merged() needs at least one summary")
         first = summaries[0]
         out = cls(fn_cost=first.fn_cost, fp_cost=first.fp_cost, class_prior=first.class_prior,
-                  default_threshold=first.default_threshold, backend=backend)
+                  default_threshold=first.default_threshold, backend=backend, max_fpr=first.max_fpr,
+                  max_fnr=first.max_fnr, confidence=first.confidence)
         for s in summaries:
             out.merge(s)
         return out
@@ -556,6 +619,7 @@ class StreamingThors:
             "fn_cost": self.fn_cost, "fp_cost": self.fp_cost, "window": self.window,
             "period_seconds": self._period_s, "period_is_timedelta": isinstance(self.period, dt.timedelta),
             "class_prior": self.class_prior, "default_threshold": self.default_threshold, "load": self._load,
+            "max_fpr": self.max_fpr, "max_fnr": self.max_fnr, "confidence": self.confidence,
         }
         state = {
             "n": self._n, "w1": self._w1, "w0": self._w0, "last_t": self._last_t, "arrivals": self._arrivals,
@@ -583,7 +647,8 @@ class StreamingThors:
                 period = dt.timedelta(seconds=period)
             st = cls(fn_cost=params["fn_cost"], fp_cost=params["fp_cost"], window=params["window"], period=period,
                      class_prior=params["class_prior"], default_threshold=params["default_threshold"],
-                     backend=backend, load=params["load"])
+                     backend=backend, load=params["load"], max_fpr=params.get("max_fpr"),
+                     max_fnr=params.get("max_fnr"), confidence=params.get("confidence", 0.95))
             a, b = state["tree_coefs"]
             st._tree = make_tree(a, b, st.backend, st._load)
             rows = [arrays[k] for k in ("keys", "w1", "w0", "c1", "c0")]

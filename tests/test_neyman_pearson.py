@@ -1,0 +1,365 @@
+"""Neyman-Pearson mode: exact against a brute-force oracle, streaming = batch, bad input, coverage."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import assume, event, given
+from hypothesis import strategies as st
+from oracle import brute_force
+from scipy import stats
+from strategies import costs, events
+
+from thors_stream import StreamingThors, thors_threshold
+from thors_stream._backend import available_backends
+from thors_stream.neyman_pearson import NPInfeasibleError, fpr_tail, min_class_size, min_rank
+
+ALPHAS = [0.2, 0.35, 0.5]
+CONFIDENCES = [0.4, 0.55, 0.7]
+MODES = ["fpr", "fnr", "both"]
+SKEWED = [0.25, 1.0, 40.0]  # costs that often push the plain optimum out of the admissible set
+INF = float("inf")
+
+
+# --------------------------------------------------------------------------- oracle
+def oracle_ranks(n: int, alpha: float, delta: float) -> tuple[int | None, int | None]:
+    """(smallest k with P(FPR > alpha) bound <= delta, largest m with P(FNR > alpha) bound <= delta), by scanning.
+
+    FPR: the k-th smallest negative U_(k) < 1 - alpha has probability P(Bin(n, 1 - alpha) >= k).
+    FNR: m positives at or below t; U_(m+1) > alpha has probability P(Bin(n, alpha) <= m).
+    """
+    k = next((k for k in range(1, n + 1) if stats.binom.sf(k - 1, n, 1 - alpha) <= delta), None)
+    m = max((m for m in range(0, n) if stats.binom.cdf(m, n, alpha) <= delta), default=None)
+    return k, m
+
+
+def near_boundary(n: int, alpha: float, delta: float) -> bool:
+    tails = [stats.binom.sf(k - 1, n, 1 - alpha) for k in range(1, n + 1)]
+    tails += [stats.binom.cdf(m, n, alpha) for m in range(n)]
+    return any(abs(t - delta) <= 1e-9 * delta for t in tails)
+
+
+def np_oracle(evs, fn, fp, prior, max_fpr, max_fnr, confidence):
+    """Return (threshold, exact cost) or None when no candidate is admissible (or too few events)."""
+    both = max_fpr is not None and max_fnr is not None
+    delta = (1 - confidence) / (2 if both else 1)
+    n0 = sum(1 for _, y, _ in evs if not y)
+    n1 = sum(1 for _, y, _ in evs if y)
+    kmin, mmax = 0, n1
+    if max_fpr is not None:
+        kmin = oracle_ranks(n0, max_fpr, delta)[0]
+        if kmin is None:
+            return None
+    if max_fnr is not None:
+        mmax = oracle_ranks(n1, max_fnr, delta)[1]
+        if mmax is None:
+            return None
+    _, _, cost = brute_force(evs, fn, fp, prior)
+    ok = []
+    for t in [-INF] + sorted({s for s, _, _ in evs}):
+        c0 = sum(1 for s, y, _ in evs if not y and s <= t)
+        c1 = sum(1 for s, y, _ in evs if y and s <= t)
+        if c0 >= kmin and c1 <= mmax:
+            ok.append(t)
+    if not ok:
+        return None
+    best = min(cost[t] for t in ok)
+    return next(t for t in ok if cost[t] == best), best
+
+
+# labels that carry signal (positives shifted up), heavy ties: both constraints are often feasible
+_base = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5]) | st.integers(0, 40).map(lambda k: k / 16)
+
+
+def signal_events(min_size: int = 1):
+    evs = st.lists(st.tuples(_base, st.booleans(), st.integers(1, 64).map(lambda k: k / 8)),
+                   min_size=min_size, max_size=80)
+    return st.tuples(evs, st.sampled_from([0.75, 1.25, 2.0])).map(
+        lambda a: [(s + (a[1] if y else 0.0), y, w) for s, y, w in a[0]]
+    )
+
+
+def np_kwargs(mode, alpha, conf):
+    return {"max_fpr": alpha if mode != "fnr" else None, "max_fnr": alpha if mode != "fpr" else None,
+            "confidence": conf}
+
+
+# --------------------------------------------------------------------------- exactness
+@given(
+    evs=events | signal_events(), fn=costs, fp=costs, alpha=st.sampled_from(ALPHAS), conf=st.sampled_from(CONFIDENCES),
+    mode=st.sampled_from(MODES), prior=st.none() | st.sampled_from([0.1, 0.5, 0.8]), weighted=st.booleans(),
+)
+def test_batch_and_stream_match_oracle(evs, fn, fp, alpha, conf, mode, prior, weighted):
+    check_against_oracle(evs, fn, fp, alpha, conf, mode, prior, weighted)
+
+
+@given(
+    evs=signal_events(12), fn=st.sampled_from(SKEWED), fp=st.sampled_from(SKEWED), alpha=st.sampled_from(ALPHAS),
+    conf=st.sampled_from(CONFIDENCES), prior=st.none() | st.sampled_from([0.2, 0.6]), weighted=st.booleans(),
+)
+def test_both_constraints_match_oracle(evs, fn, fp, alpha, conf, prior, weighted):
+    check_against_oracle(evs, fn, fp, alpha, conf, "both", prior, weighted)
+
+
+def check_against_oracle(evs, fn, fp, alpha, conf, mode, prior, weighted):
+    if not weighted:
+        evs = [(s, y, 1.0) for s, y, _ in evs]
+    kw = np_kwargs(mode, alpha, conf)
+    delta = (1 - conf) / (2 if mode == "both" else 1)
+    n1 = sum(1 for _, y, _ in evs if y)
+    assume(not near_boundary(n1, alpha, delta) and not near_boundary(len(evs) - n1, alpha, delta))
+    want = np_oracle(evs, fn, fp, prior, kw["max_fpr"], kw["max_fnr"], conf)
+    event(f"mode={mode} feasible={want is not None}")
+    if want is not None:
+        event(f"constraint binds={want[0] != brute_force(evs, fn, fp, prior)[0]}")
+    s = [e[0] for e in evs]
+    y = [int(e[1]) for e in evs]
+    w = [e[2] for e in evs] if weighted else None
+    if want is None:
+        with pytest.raises(NPInfeasibleError):
+            thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w, class_prior=prior, **kw)
+    else:
+        r = thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w, class_prior=prior, **kw)
+        assert r.threshold == want[0]
+        assert r.cost == pytest.approx(float(want[1]), rel=1e-9, abs=1e-9)
+        assert (r.max_fpr, r.max_fnr, r.np_confidence) == (kw["max_fpr"], kw["max_fnr"], conf)
+    for backend in available_backends():
+        stm = StreamingThors(fn_cost=fn, fp_cost=fp, class_prior=prior, backend=backend, **kw)
+        stm.update_many(s, y, w)
+        if want is None:
+            with pytest.raises(NPInfeasibleError):
+                stm.get()
+            with pytest.raises(NPInfeasibleError):
+                stm.result()
+        else:
+            assert stm.get() == want[0]
+            assert stm.cost == pytest.approx(float(want[1]), rel=1e-9, abs=1e-9)
+            assert stm.result() == r
+
+
+@given(
+    evs=st.lists(st.tuples(st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]), st.booleans()), min_size=1, max_size=80),
+    window=st.integers(1, 40), alpha=st.sampled_from(ALPHAS), conf=st.sampled_from(CONFIDENCES),
+    mode=st.sampled_from(MODES),
+)
+def test_windowed_stream_matches_batch_on_held_events(evs, window, alpha, conf, mode):
+    kw = np_kwargs(mode, alpha, conf)
+    stm = StreamingThors(fn_cost=3, fp_cost=1, window=window, **kw)
+    for i, (s, y) in enumerate(evs):
+        stm.update(s, y)
+        held = evs[max(0, i + 1 - window): i + 1]
+        try:
+            want = thors_threshold([h[0] for h in held], [h[1] for h in held], fn_cost=3, fp_cost=1, **kw)
+        except NPInfeasibleError as exc:
+            with pytest.raises(NPInfeasibleError, match=re.escape(str(exc))):
+                stm.get()
+            continue
+        assert stm.get() == want.threshold
+        assert stm.result() == want
+
+
+def test_revert_invalidates_cached_read():
+    stm = StreamingThors(fn_cost=1, fp_cost=1, max_fpr=0.3, confidence=0.7)
+    stm.update_many([0.1, 0.2, 0.3, 0.4, 0.5, 0.9], [0, 0, 0, 0, 0, 0])
+    before = stm.get()
+    assert before == thors_threshold([0.1, 0.2, 0.3, 0.4, 0.5, 0.9], [0] * 6, fn_cost=1, fp_cost=1,
+                                     max_fpr=0.3, confidence=0.7).threshold
+    stm.revert(0.9, 0)
+    want = thors_threshold([0.1, 0.2, 0.3, 0.4, 0.5], [0] * 5, fn_cost=1, fp_cost=1, max_fpr=0.3, confidence=0.7)
+    assert stm.get() == want.threshold != before
+
+
+def test_ranks_against_exact_binomial_sums():
+    # fpr_tail(k, n, a) = sum_{j >= k} C(n, j) (1 - a)^j a^(n - j), in exact rationals
+    for n in (1, 2, 5, 13, 40):
+        for a in (0.05, 0.1, 0.3, 0.5):
+            fa = Fraction(a)
+            for k in range(0, n + 2):
+                exact = sum(math.comb(n, j) * (1 - fa) ** j * fa ** (n - j) for j in range(max(k, 0), n + 1))
+                assert fpr_tail(k, n, a) == pytest.approx(float(exact), rel=1e-10, abs=1e-300)
+    # the classic 59 (Wilks): the maximum of 59 draws exceeds the 95% quantile with probability >= 95%
+    assert min_class_size(0.05, 0.05) == 59
+    for a in (0.01, 0.05, 0.1, 0.2, 0.5):
+        for d in (0.01, 0.05, 0.1, 0.3):
+            n = min_class_size(a, d)
+            assert (1 - a) ** n <= d * (1 + 1e-12) and (1 - a) ** (n - 1) > d * (1 - 1e-12)
+            assert min_rank(n, a, d) == n and min_rank(n - 1, a, d) is None
+
+
+def test_umbrella_rank_literature_value():
+    # nproc's umbrella rank for n0 = 100, alpha = delta = 0.05: smallest k with P(Bin(100, .95) >= k) <= .05
+    k = min_rank(100, 0.05, 0.05)
+    assert stats.binom.sf(k - 1, 100, 0.95) <= 0.05 < stats.binom.sf(k - 2, 100, 0.95)
+    assert k == 99  # P(Bin >= 99) = 0.037, P(Bin >= 98) = 0.118
+
+
+def test_count_constraints_hold_on_continuous_data():
+    rng = np.random.default_rng(3)
+    s = rng.normal(size=300)
+    y = rng.random(300) < 0.5
+    a = thors_threshold(s, y, fn_cost=1, fp_cost=4, max_fnr=0.1, confidence=0.9)
+    b = thors_threshold(-s, ~y, fn_cost=4, fp_cost=1, max_fpr=0.1, confidence=0.9)
+    # mirrored: positives at or below t  <->  (new) negatives at or above -t
+    assert a.count_k1 <= a.count1 - min_rank(a.count1, 0.1, 0.1)
+    assert b.count_k0 >= min_rank(b.count0, 0.1, 0.1)
+    assert a.count1 == b.count0
+
+
+def test_loose_constraint_returns_plain_thors():
+    rng = np.random.default_rng(0)
+    y = rng.random(2000) < 0.3
+    s = np.round(rng.normal(size=2000) + 1.5 * y, 2)
+    plain = thors_threshold(s, y, fn_cost=2, fp_cost=1)
+    assert plain.fpr < 0.5 and plain.fnr < 0.5
+    r = thors_threshold(s, y, fn_cost=2, fp_cost=1, max_fpr=0.9, max_fnr=0.9, confidence=0.5)
+    assert (r.threshold, r.cost, r.count_k0, r.count_k1) == (plain.threshold, plain.cost, plain.count_k0,
+                                                             plain.count_k1)
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("kw, match", [
+    ({"max_fpr": 0.0}, "max_fpr must be strictly between 0 and 1, got 0.0"),
+    ({"max_fpr": 1}, "max_fpr .*got 1"),
+    ({"max_fnr": -0.1}, "max_fnr .*got -0.1"),
+    ({"max_fnr": math.nan}, "max_fnr .*got nan"),
+    ({"max_fpr": "0.1"}, "max_fpr .*got '0.1'"),
+    ({"max_fpr": True}, "max_fpr .*got True"),
+    ({"max_fpr": 0.1, "confidence": 1.0}, "confidence .*got 1.0"),
+    ({"max_fpr": 0.1, "confidence": 0}, "confidence .*got 0"),
+    ({"max_fnr": 0.1, "confidence": None}, "confidence .*got None"),
+])
+def test_bad_parameters(kw, match):
+    with pytest.raises(ValueError, match=match):
+        thors_threshold([0.1, 0.2], [0, 1], fn_cost=1, fp_cost=1, **kw)
+    with pytest.raises(ValueError, match=match):
+        StreamingThors(fn_cost=1, fp_cost=1, **kw)
+
+
+@pytest.mark.parametrize("alpha, conf, which, cls", [
+    (0.1, 0.9, "max_fpr", "negative"), (0.05, 0.95, "max_fnr", "positive"), (0.2, 0.8, "max_fpr", "negative"),
+])
+def test_too_few_events_names_the_count_needed(alpha, conf, which, cls):
+    need = math.ceil(math.log(1 - conf) / math.log(1 - alpha))  # 22, 59, 8
+    n = need - 1
+    s = np.linspace(0, 1, 2 * n)
+    y = np.r_[np.zeros(n, bool), np.ones(n, bool)]
+    with pytest.raises(NPInfeasibleError, match=f"at least {need} {cls} events.*got {n}"):
+        thors_threshold(s, y, fn_cost=1, fp_cost=1, **{which: alpha}, confidence=conf)
+    stm = StreamingThors(fn_cost=1, fp_cost=1, **{which: alpha}, confidence=conf)
+    stm.update_many(s, y)
+    rows = [a.copy() for a in stm.held()]
+    for _ in range(2):  # the cached failure raises again; nothing changes
+        with pytest.raises(ValueError, match=f"at least {need} {cls} events"):
+            stm.get()
+    assert len(stm) == 2 * n and all(np.array_equal(a, b) for a, b in zip(rows, stm.held()))
+    assert "infeasible" in repr(stm)
+    with pytest.raises(NPInfeasibleError):
+        stm.predict_one(0.5)
+    # one more event of the class makes it feasible
+    stm.update(0.5, cls == "positive")
+    s2, y2 = np.r_[s, 0.5], np.r_[y, cls == "positive"]
+    want = thors_threshold(s2, y2, fn_cost=1, fp_cost=1, **{which: alpha}, confidence=conf)
+    assert stm.get() == want.threshold
+
+
+def test_both_constraints_halve_delta_and_report_need():
+    # alone, 22 negatives suffice for alpha = delta = 0.1; with both, delta = 0.05 each needs 29
+    s = np.linspace(0, 1, 60)
+    y = np.r_[np.zeros(25, bool), np.ones(35, bool)]
+    thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, confidence=0.9)
+    with pytest.raises(NPInfeasibleError, match=r"at least 29 negative events.*halved"):
+        thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, max_fnr=0.1, confidence=0.9)
+
+
+def test_no_threshold_meets_both():
+    # 30 of each class, alpha = 0.1, delta = 0.1 each: the FPR needs every negative at or below t,
+    # the FNR needs every positive above t; impossible once a positive scores below a negative.
+    s = np.arange(60.0)
+    y = np.r_[np.zeros(29, bool), [True, False], np.ones(29, bool)]
+    with pytest.raises(NPInfeasibleError, match=r"no threshold meets both.*>= 30\.0.*<= 28\.0"):
+        thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, max_fnr=0.1, confidence=0.8)
+    y[29], y[30] = False, True  # separable: now exactly t = 29
+    r = thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, max_fnr=0.1, confidence=0.8)
+    assert r.threshold == 29.0
+
+
+def test_predict_one_falls_back_to_default_while_infeasible():
+    stm = StreamingThors(fn_cost=1, fp_cost=1, max_fpr=0.1, confidence=0.9, default_threshold=0.7)
+    stm.update_many(np.linspace(0, 1, 10), np.zeros(10))
+    assert stm.predict_one(0.8) and not stm.predict_one(0.6)
+
+
+# --------------------------------------------------------------------------- persistence
+def _filled(backend="auto", **kw):
+    rng = np.random.default_rng(7)
+    stm = StreamingThors(fn_cost=3, fp_cost=1, max_fpr=0.2, max_fnr=0.3, confidence=0.8, backend=backend, **kw)
+    y = rng.random(400) < 0.4
+    stm.update_many(np.round(rng.normal(size=400) + 2.0 * y, 1), y)
+    return stm
+
+
+def test_pickle_save_load_merge_keep_np_state(tmp_path):
+    stm = _filled()
+    want = stm.result()
+    assert want.max_fpr == 0.2
+    back = pickle.loads(pickle.dumps(stm))
+    assert (back.max_fpr, back.max_fnr, back.confidence) == (0.2, 0.3, 0.8)
+    assert back.result() == want
+    path = tmp_path / "np.ckpt"
+    stm.save(path)
+    loaded = StreamingThors.load(path, backend="python")
+    assert loaded.result() == want
+    hub = StreamingThors.merged([_filled(window=1000)])
+    assert hub.result() == want
+    plain = StreamingThors(fn_cost=3, fp_cost=1)
+    plain.merge(stm)  # NP settings are read-time: the plain hub gives the plain answer
+    assert plain.get() == thors_threshold(*_held_events(stm), fn_cost=3, fp_cost=1).threshold
+
+
+def _held_events(stm):
+    keys, _, _, c1, c0 = stm.held()
+    s = np.r_[np.repeat(keys, c1.astype(int)), np.repeat(keys, c0.astype(int))]
+    y = np.r_[np.ones(int(c1.sum()), bool), np.zeros(int(c0.sum()), bool)]
+    return s, y
+
+
+def test_checkpoint_without_np_params_loads_as_plain():
+    stm = StreamingThors(fn_cost=3, fp_cost=1)
+    stm.update_many([0.1, 0.4, 0.9], [0, 1, 1])
+    params, state, arrays = stm._checkpoint_parts()
+    for k in ("max_fpr", "max_fnr", "confidence"):
+        del params[k]  # a checkpoint written before Neyman-Pearson mode
+    back = StreamingThors._from_checkpoint_parts(params, state, arrays)
+    assert (back.max_fpr, back.max_fnr, back.confidence) == (None, None, 0.95)
+    assert back.get() == stm.get()
+
+
+# --------------------------------------------------------------------------- coverage
+def test_coverage_gaussian_fpr_and_fnr():
+    """True FPR/FNR exceed alpha in at most delta + 3 s.e. of repetitions; the naive rule does not."""
+    rng = np.random.default_rng(2024)
+    reps, n0, n1, alpha, delta = 300, 500, 500, 0.1, 0.1
+    z = stats.norm
+    viol_fpr = viol_fnr = viol_naive = 0
+    for _ in range(reps):
+        s0 = rng.normal(0.0, 1.0, n0)
+        s1 = rng.normal(1.0, 1.0, n1)
+        s = np.r_[s0, s1]
+        y = np.r_[np.zeros(n0, bool), np.ones(n1, bool)]
+        # fn_cost large: the cost optimum is low, so the FPR constraint binds
+        r = thors_threshold(s, y, fn_cost=20, fp_cost=1, max_fpr=alpha, confidence=1 - delta)
+        viol_fpr += z.sf(r.threshold) > alpha
+        r = thors_threshold(s, y, fn_cost=1, fp_cost=20, max_fnr=alpha, confidence=1 - delta)
+        viol_fnr += z.cdf(r.threshold - 1.0) > alpha
+        # naive plug-in: the smallest threshold with empirical FPR <= alpha
+        t_naive = np.sort(s0)[math.ceil((1 - alpha) * n0) - 1]
+        viol_naive += z.sf(t_naive) > alpha
+    se = math.sqrt(delta * (1 - delta) / reps)
+    assert viol_fpr / reps <= delta + 3 * se
+    assert viol_fnr / reps <= delta + 3 * se
+    assert viol_naive / reps > delta + 3 * se  # the test can tell a rule without the guarantee
