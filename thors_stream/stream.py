@@ -389,7 +389,12 @@ class StreamingThors:
         return bool(score > thr)
 
     def result(self) -> ThresholdResult | None:
-        """A :class:`ThresholdResult` for the held events (``None`` when empty). O(n / load + load)."""
+        """A :class:`ThresholdResult` for the held events (``None`` when empty).
+
+        O(n / load + load) with the numpy backend; O(n) with the compiled one, whose nodes
+        aggregate only the cost, not the class totals below a key (``get()`` and ``cost`` stay
+        O(1)). In Neyman-Pearson mode, O(n) after a change, O(1) when nothing changed.
+        """
         if self._n == 0:
             return None
         if self.max_fpr is not None or self.max_fnr is not None:
