@@ -17,12 +17,14 @@ __all__ = [
     "NPInfeasibleError",
     "StreamingThors",
     "ThorsClassifier",
+    "ThorsThresholdClassifier",
     "ThresholdBounds",
     "ThresholdResult",
     "class_coefficients",
     "cost_curve",
     "metrics",
     "min_class_size",
+    "multiclass",
     "required_validation_size",
     "resolve_costs",
     "thors_threshold",
@@ -41,11 +43,13 @@ _LAZY = {
     "required_validation_size": (".planner", "required_validation_size"),
     "NPInfeasibleError": (".neyman_pearson", "NPInfeasibleError"),
     "min_class_size": (".neyman_pearson", "min_class_size"),
+    "ThorsThresholdClassifier": (".sklearn", "ThorsThresholdClassifier"),
+    "multiclass": (".multiclass", None),
 }
 
 
 def __getattr__(name: str) -> object:
-    """Import the river integration and the bounds lazily."""
+    """Import the river and scikit-learn integrations, the bounds and the rest lazily."""
     import importlib
 
     if name not in _LAZY:
