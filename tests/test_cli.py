@@ -74,6 +74,27 @@ def test_fit_reports_the_library_bounds(data, capsys):
     assert "FPR bounds" in out and f"{len(s):,} new events: expected cost in" in out
 
 
+def test_fit_neyman_pearson(data, capsys):
+    from thors_stream.neyman_pearson import min_class_size
+
+    p, s, y, _ = data
+    base = ["fit", str(p), "--score-col", "score", "--label-col", "label", "--fn-cost", "7", "--fp-cost", "2"]
+    code, out, _ = run([*base, "--max-fpr", "0.05", "--confidence", "0.9", "--json"], capsys)
+    assert code == 0
+    want = thors_threshold(s, y, fn_cost=7, fp_cost=2, max_fpr=0.05, confidence=0.9)
+    got = json.loads(out)
+    assert got["threshold"] == want.threshold and got["max_fpr"] == 0.05
+    assert want.threshold != thors_threshold(s, y, fn_cost=7, fp_cost=2).threshold  # the cap binds here
+    code, out, _ = run([*base, "--max-fnr", "0.1"], capsys)
+    assert code == 0 and "true FNR <= 0.1, with probability 95%" in out
+    # too few positives for the guarantee: exit 2, the needed count in the message
+    small = p.parent / "small.csv"
+    small.write_text("score,label\n" + "".join(f"{i / 10},{int(i % 2)}\n" for i in range(20)))
+    code, _, err = run(["fit", str(small), "--score-col", "score", "--label-col", "label", "--fn-cost", "1",
+                        "--fp-cost", "1", "--max-fnr", "0.05"], capsys)
+    assert code == 2 and str(min_class_size(0.05, 0.05)) in err
+
+
 def test_fit_text_and_plot(data, capsys, tmp_path):
     pytest.importorskip("matplotlib")
     p, *_ = data

@@ -546,3 +546,41 @@ def test_cost_of_the_wrapper_in_progressive_val_score_matches_a_manual_loop():
         total += fn_cost * (y and not d) + fp_cost * (not y and d)
         model.learn_one(x, y)
     assert metric.get() == total
+
+
+# ---------------------------------------------------------------- Neyman-Pearson pass-through
+def test_neyman_pearson_mode_matches_the_batch_function_on_the_window():
+    from thors_stream import thors_threshold
+    from thors_stream.neyman_pearson import NPInfeasibleError
+
+    window, alpha, conf = 300, 0.1, 0.9
+    model = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window=window, warm_up=20,
+                            max_fpr=alpha, confidence=conf, default_threshold=0.5)
+    shadow = linear_model.LogisticRegression()  # the same model, trained in step, gives the same scores
+    events, checked, fell_back = [], 0, 0
+    for i, (x, y) in enumerate(PHISHING[:900]):
+        events.append((p_true(shadow.predict_proba_one(x)), y))
+        model.learn_one(x, y)
+        shadow.learn_one(x, y)
+        if i >= 20 and i % 37 == 0:
+            s, ys = zip(*events[-window:])
+            try:
+                want = thors_threshold(s, ys, fn_cost=10, fp_cost=1, max_fpr=alpha, confidence=conf).threshold
+            except NPInfeasibleError:
+                want = 0.5  # too few negatives for the guarantee: the default
+                fell_back += 1
+            assert model.threshold == want
+            assert model.predict_one(x) == (p_true(model.predict_proba_one(x)) > want)
+            checked += 1
+    assert checked > 15 and fell_back >= 1
+    # the constrained threshold differs from the plain one: the mode is really on
+    plain = thors_threshold(s, ys, fn_cost=10, fp_cost=1).threshold
+    assert model.threshold != plain
+
+
+def test_neyman_pearson_settings_are_validated_and_cloned():
+    with pytest.raises(ValueError, match=r"1\.5"):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, max_fpr=1.5)
+    model = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, max_fnr=0.05, confidence=0.8)
+    twin = model.clone()
+    assert (twin.max_fnr, twin.confidence, twin.thors.max_fnr) == (0.05, 0.8, 0.05)

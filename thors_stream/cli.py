@@ -83,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("fit", help="the THORS threshold of a file of labelled scores")
     _data_args(f)
     f.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the bounds (default 0.95)")
+    f.add_argument("--max-fpr", type=_confidence, default=None, metavar="ALPHA",
+                   help="Neyman-Pearson: keep the true FPR <= ALPHA with probability --confidence")
+    f.add_argument("--max-fnr", type=_confidence, default=None, metavar="ALPHA",
+                   help="Neyman-Pearson: keep the true FNR <= ALPHA with probability --confidence")
     f.add_argument("--n-test", type=_nonneg_int, default=None,
                    help="bound the cost of this many new events (default: as many as the file has rows)")
     f.add_argument("--json", action="store_true", help="print one JSON object instead of text")
@@ -119,8 +123,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      engine=args.engine)
     t1 = time.perf_counter()
+    np_mode = {}
+    if args.max_fpr is not None or args.max_fnr is not None:
+        np_mode = {"max_fpr": args.max_fpr, "max_fnr": args.max_fnr, "confidence": args.confidence}
     r = thors_threshold(ev.scores, ev.labels, fn_cost=args.fn_cost, fp_cost=args.fp_cost,
-                        sample_weight=ev.weights, class_prior=args.class_prior)
+                        sample_weight=ev.weights, class_prior=args.class_prior, **np_mode)
     t2 = time.perf_counter()
     bounds = r.bounds(confidence=args.confidence, n_test=len(ev) if args.n_test is None else args.n_test)
     if args.plot:
@@ -143,6 +150,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     print(f"rows          {len(ev):,} ({r.count1:,} positive, {r.count0:,} negative)")
     print(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
     print(f"cost          {r.cost:,.6g}   (FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g})")
+    if np_mode:
+        caps = " and ".join(f"true {k[4:].upper()} <= {v:g}" for k, v in np_mode.items() if k != "confidence" and v)
+        print(f"constraint    {caps}, with probability {args.confidence:.0%} (cheapest such threshold)")
     print(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
     if bounds is not None:
         c = f"{args.confidence:.0%}"

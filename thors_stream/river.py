@@ -22,6 +22,7 @@ import numpy as np
 from river import base
 
 from ._validation import check_label, check_weight
+from .neyman_pearson import NPInfeasibleError
 from .stream import StreamingThors
 
 __all__ = ["ThorsClassifier"]
@@ -125,6 +126,12 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         (see :class:`~thors_stream.StreamingThors`).
     max_pending
         Most scores kept for delayed labels (``key=``) at once.
+    max_fpr, max_fnr, confidence
+        Neyman-Pearson mode (see :class:`~thors_stream.StreamingThors`): the cheapest
+        threshold whose true FPR (FNR) stays at most ``max_fpr`` (``max_fnr``) with
+        probability ``confidence`` over the window. While the window holds too few events
+        of the constrained class for that guarantee, ``default_threshold`` is used. A
+        threshold read after a change then costs O(window) instead of O(1).
 
     Attributes
     ----------
@@ -178,6 +185,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         default_threshold: float | None = None,
         class_prior: float | None = None,
         max_pending: int = 100_000,
+        max_fpr: float | None = None,
+        max_fnr: float | None = None,
+        confidence: float = 0.95,
     ) -> None:
         if period is not None and window is not None:
             raise ValueError(
@@ -187,7 +197,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             raise ValueError(f"warm_up must be an integer >= 0, got {warm_up!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
-        # StreamingThors validates costs, window, period, class_prior and default_threshold.
+        # StreamingThors validates costs, window, period, class_prior, default_threshold and the NP settings.
         thors = StreamingThors(
             fn_cost=fn_cost,
             fp_cost=fp_cost,
@@ -195,6 +205,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             period=period,
             class_prior=class_prior,
             default_threshold=default_threshold,
+            max_fpr=max_fpr,
+            max_fnr=max_fnr,
+            confidence=confidence,
         )
         self.classifier = classifier
         self.fn_cost = fn_cost
@@ -205,8 +218,12 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self.default_threshold = default_threshold
         self.class_prior = class_prior
         self.max_pending = max_pending
+        self.max_fpr = max_fpr
+        self.max_fnr = max_fnr
+        self.confidence = confidence
 
         self._thors = thors
+        self._np = max_fpr is not None or max_fnr is not None
         self._default = (
             thors.default_threshold
             if thors.default_threshold is not None
@@ -339,9 +356,18 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self._cache_x = x
         self._cache_score = score
         if self._ready:
-            thr = self._thors.get()
+            thr = self._thors_threshold()
             return score > (self._default if thr is None else thr)
         return score > self._default
+
+    def _thors_threshold(self) -> float | None:
+        """The window's threshold; ``None`` when empty or, in Neyman-Pearson mode, infeasible."""
+        if self._np:
+            try:
+                return self._thors.get()
+            except NPInfeasibleError:
+                return None
+        return self._thors.get()
 
     # ---------------------------------------------------------------- learning
     def learn_one(
@@ -465,7 +491,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         when a time window has emptied.
         """
         if self._ready:
-            thr = self._thors.get()
+            thr = self._thors_threshold()
             if thr is not None:
                 return thr
         return self._default
@@ -535,12 +561,13 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], arrays,
                                                       where=f"checkpoint {str(path)!r}")
         mine = (self._thors.fn_cost, self._thors.fp_cost, self.window, self._thors._period_s, self.class_prior,
-                self.warm_up)
-        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, params["warm_up"])
+                self.warm_up, self.max_fpr, self.max_fnr, self.confidence if self._np else None)
+        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, params["warm_up"],
+                  thors.max_fpr, thors.max_fnr, thors.confidence if self._np else None)
         if mine != theirs:
             raise ValueError(
                 f"checkpoint {str(path)!r} was written with (fn_cost, fp_cost, window, period, class_prior, "
-                f"warm_up) = {theirs}, this wrapper has {mine}"
+                f"warm_up, max_fpr, max_fnr, confidence) = {theirs}, this wrapper has {mine}"
             )
         keys, scores = state["pending_keys"], arrays["pending_scores"].tolist()
         if len(keys) != len(scores):
