@@ -356,7 +356,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self._cache_x = x
         self._cache_score = score
         if self._ready:
-            thr = self._thors_threshold()
+            thr = self._thors_threshold() if self._np else self._thors.get()
             return score > (self._default if thr is None else thr)
         return score > self._default
 
