@@ -35,7 +35,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import sklearn
+
+try:
+    import sklearn
+except ImportError:
+    raise ImportError("multiclass_bayes.py needs scikit-learn: pip install 'thors_stream[bench]'") from None
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import load_digits, load_wine
 from sklearn.linear_model import LogisticRegression

@@ -11,7 +11,7 @@ bounds (multiples of ``C2``), with the valid bounds and with the paper's equatio
 
 Needs scikit-learn and matplotlib (``pip install -e '.[bench,plot]'``). Prints a table and
 writes ``benchmarks/results/planner_adult.png``. The data path defaults to
-``../shared/datasets/adult.data.gz`` relative to the repository, or ``$THORS_DATASETS``.
+``../shared/datasets/adult.data.gz`` relative to the repository, or ``$THORS_DATA_DIR``.
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ NUMERIC = {0, 2, 4, 10, 11, 12}
 
 
 def default_data() -> Path:
-    base = Path(os.environ.get("THORS_DATASETS", ROOT.parent / "shared" / "datasets"))
+    base = Path(os.environ.get("THORS_DATA_DIR", ROOT.parent / "shared" / "datasets"))
     return base / "adult.data.gz"
 
 
 def load_adult(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """One-hot design matrix (numeric columns as is) and labels (``>50K`` = 1)."""
     if not path.exists():
-        sys.exit(f"Adult data not found at {path} (set --data or THORS_DATASETS)")
+        sys.exit(f"Adult data not found at {path} (set --data or THORS_DATA_DIR)")
     with gzip.open(path, "rt") as fh:
         rows = [[f.strip() for f in r] for r in csv.reader(io.StringIO(fh.read())) if len(r) == 15]
     y = np.array([r[14] == ">50K" for r in rows])

@@ -33,7 +33,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-import sklearn
+
+try:
+    import sklearn
+except ImportError:
+    raise ImportError("vs_sklearn.py needs scikit-learn: pip install 'thors_stream[bench]'") from None
 from sklearn.compose import ColumnTransformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression

@@ -59,8 +59,8 @@ def test_class_prior_within_rounding_of_oracle(evs, fn, fp, prior):
     st.lists(st.tuples(st.floats(-1, 1), st.booleans(), st.floats(1e-3, 1e3)), min_size=1, max_size=80), costs, costs
 )
 def test_float_weights_within_stated_rounding_bound(evs, fn, fp):
-    """Arbitrary float weights: the returned threshold's exact cost is within the
-    documented bound n * eps * (fn * W1 + fp * W0) of the exact optimum."""
+    """Arbitrary float weights: the returned threshold's exact cost is within the README's
+    margin 4 * n * eps * (fn * W1 + fp * W0) of the exact optimum (twice each cost's rounding)."""
     s, y, w = zip(*evs)
     r = thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w)
     _, best, all_costs = brute_force(evs, fn, fp)
