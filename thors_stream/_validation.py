@@ -31,7 +31,7 @@ def check_score(score: Any) -> float:
     except (TypeError, ValueError):
         raise TypeError(f"score must be a real number, got {score!r}") from None
     if not math.isfinite(s):
-        raise ValueError(f"score must be finite, got {score!r}")
+        raise ValueError(f"score must be finite, got {s!r}")
     return s
 
 

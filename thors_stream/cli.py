@@ -70,6 +70,12 @@ def _data_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``thors`` argument parser: subcommands ``demo``, ``fit`` and ``replay``.
+
+    >>> build_parser().parse_args(["fit", "v.csv", "--score-col", "s", "--label-col", "y",
+    ...                            "--fn-cost", "5", "--fp-cost", "1"]).fn_cost
+    5.0
+    """
     p = argparse.ArgumentParser(prog="thors", description="Exact, online cost-sensitive thresholds (THORS).")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -116,6 +122,7 @@ def _bounds_dict(b: Any) -> dict[str, Any]:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    """``thors fit``: read a file, print (or ``--json``) the threshold, its cost and bounds. O(n log n)."""
     from .batch import cost_curve, thors_threshold
     from .io import read_events
 
@@ -191,6 +198,7 @@ def _progress(total: int, enabled: bool) -> Any:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    """``thors replay``: stream a file through a windowed StreamingThors, write the trajectory. O(n log n)."""
     from .io import read_events
     from .stream import StreamingThors
 
@@ -241,6 +249,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``thors`` command line; returns the exit code (2 on bad input, no traceback).
+
+    >>> main(["fit", "/nonexistent.csv", "--score-col", "s", "--label-col", "y", "--fn-cost", "1",
+    ...       "--fp-cost", "1"])
+    2
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -152,7 +152,7 @@ def _read_arrow(path: str, wanted: dict[str, str | None], parquet: bool) -> Even
         arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
         bad = ~np.isfinite(arr)
         if bad.any():
-            raise where(bad, f"{what} must be finite, got {arr[bad][0]!r}")
+            raise where(bad, f"{what} must be finite, got {arr[bad][0].item()!r}")
         return arr
 
     s = numbers(wanted["score"], "score")  # type: ignore[arg-type]

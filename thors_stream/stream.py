@@ -291,12 +291,12 @@ class StreamingThors:
         w = check_weight(w)
         col = self._tree.held_at(s)
         if col is None:
-            raise KeyError(f"no held event has score {score!r}")
+            raise KeyError(f"no held event has score {s!r}")
         w1, w0, c1, c0 = col
         count, held_w = (c1, w1) if pos else (c0, w0)
         label = int(pos)
         if count == 0:
-            raise KeyError(f"no held event has score {score!r} and label {y!r}")
+            raise KeyError(f"no held event has score {s!r} and label {int(pos)}")
         queue = self._queue
         qpos = lpos = -1
         if queue is not None:
@@ -304,10 +304,10 @@ class StreamingThors:
             if qpos < 0:
                 lpos = next((i for i, e in enumerate(self._late) if e[2:] == (s, label, w)), -1)
                 if lpos < 0:
-                    raise KeyError(f"no held event has score {score!r}, label {y!r} and weight {w!r}")
+                    raise KeyError(f"no held event has score {s!r}, label {label} and weight {w!r}")
         elif (count == 1 and not math.isclose(held_w, w, rel_tol=1e-9)) or w > held_w * (1 + 1e-9):
             raise KeyError(
-                f"no held event has score {score!r}, label {y!r} and weight {w!r} "
+                f"no held event has score {s!r}, label {label} and weight {w!r} "
                 f"(held at this score and label: {int(count)} event(s) of total weight {held_w!r})"
             )
         if count == 1:
