@@ -363,3 +363,49 @@ def test_coverage_gaussian_fpr_and_fnr():
     assert viol_fpr / reps <= delta + 3 * se
     assert viol_fnr / reps <= delta + 3 * se
     assert viol_naive / reps > delta + 3 * se  # the test can tell a rule without the guarantee
+
+
+@pytest.mark.skipif("c" not in available_backends(), reason="compiled backend not built")
+@pytest.mark.parametrize("caps", [(0.1, None), (None, 0.15), (0.2, 0.25)])
+def test_compiled_count_indexes_stay_in_sync_through_every_mutation(caps, tmp_path):
+    """The compiled backend answers NP reads in O(log n) from count indexes kept beside the
+    cost tree; every path that changes the held events (update with expiry, update_many,
+    revert, merge, pickle, save/load) must keep them exact: compare with the batch function."""
+    max_fpr, max_fnr = caps
+    rng = np.random.default_rng(3)
+    kw = dict(fn_cost=3, fp_cost=1, max_fpr=max_fpr, max_fnr=max_fnr, confidence=0.8)
+    st_ = StreamingThors(window=400, backend="c", **kw)
+    held: list = []
+
+    def check(s):
+        hs, hy, hw = zip(*held)
+        try:
+            want = thors_threshold(hs, hy, sample_weight=hw, **kw)
+        except NPInfeasibleError:
+            with pytest.raises(NPInfeasibleError):
+                s.get()
+            return
+        assert (s.get(), s.cost) == (want.threshold, want.cost)
+
+    for step in range(60):
+        m = int(rng.integers(1, 40))
+        sc = np.round(rng.normal(size=m), 1)
+        y = rng.random(m) < 0.4
+        w = rng.integers(1, 4, m) / 2
+        if step % 3:
+            for e in zip(sc.tolist(), y.tolist(), w.tolist()):
+                st_.update(*e)
+        else:
+            st_.update_many(sc, y, w)
+        held = (held + list(zip(sc.tolist(), y.tolist(), w.tolist())))[-400:]
+        check(st_)
+    # reverts (of held events) on an unwindowed copy, merge, pickle, checkpoint
+    hub = StreamingThors(backend="c", **kw)
+    hub.merge(st_)
+    for e in held[::9]:
+        hub.revert(*e)
+    held = [e for i, e in enumerate(held) if i % 9]
+    check(hub)
+    check(pickle.loads(pickle.dumps(hub)))
+    hub.save(tmp_path / "np.ckpt")
+    check(StreamingThors.load(tmp_path / "np.ckpt"))

@@ -50,8 +50,15 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
-def make_tree(pos_coef: float, neg_coef: float, backend: str, load: int) -> Any:
+def make_tree(pos_coef: float, neg_coef: float, backend: str, load: int,
+              count_index: tuple[bool, bool] = (False, False)) -> Any:
+    """A fresh tree. ``count_index=(negatives, positives)`` adds per-class count indexes
+    (compiled backend only; Neyman-Pearson reads in O(log n))."""
     if backend == "c":
+        if any(count_index):
+            from ._count_index import CountIndexedTree
+
+            return CountIndexedTree(CTree(pos_coef, neg_coef), CTree, *count_index)
         return CTree(pos_coef, neg_coef)
     return SortedPrefixMin(pos_coef, neg_coef, load=load)
 

@@ -382,6 +382,63 @@ static void sum_upto(CTree *t, int32_t i, double key, double *acc) {
     }
 }
 
+/* ---- queries restricted to part of the key range (Neyman-Pearson mode) ---- */
+
+static inline double node_val(CTree *t, Node *n) { return t->a * n->w1 - t->b * n->w0; }
+
+/* Minimum over keys k with lo <= k < hi of the prefix sum up to and including k; the
+   subtree at i covers keys in the open interval (L, R) and starts after prefix acc.
+   Visits keys in order and keeps the first minimum (the smallest key on ties). */
+static void range_min(CTree *t, int32_t i, double acc, double L, double R, double lo, double hi,
+                      double *best, double *best_key) {
+    while (i != NIL) {
+        if (R <= lo || L >= hi) return;          /* disjoint */
+        Node *n = &t->nodes[i];
+        if (L >= lo && R <= hi) {                 /* inside: the subtree's own aggregate */
+            double c = acc + n->minp;
+            if (c < *best) { *best = c; *best_key = t->nodes[n->arg].key; }
+            return;
+        }
+        double lsum = n->left != NIL ? t->nodes[n->left].sum : 0.0;
+        range_min(t, n->left, acc, L, n->key, lo, hi, best, best_key);
+        acc += lsum + node_val(t, n);
+        if (n->key >= lo && n->key < hi && acc < *best) { *best = acc; *best_key = n->key; }
+        L = n->key;                               /* continue with the right subtree */
+        i = n->right;
+    }
+}
+
+/* range_best(lo, hi) -> (min prefix, key) over keys in [lo, hi); (inf, nan) when none. O(log n). */
+static PyObject *CTree_range_best(CTree *self, PyObject *args) {
+    double lo, hi, best = INFINITY, key = NAN;
+    if (!PyArg_ParseTuple(args, "dd", &lo, &hi)) return NULL;
+    range_min(self, self->root, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
+    return Py_BuildValue("(dd)", best, key);
+}
+
+/* first_at_least(target) -> the smallest key whose prefix sum reaches target (inf when none).
+   Meant for trees whose values are non-negative (counts), where prefix sums only grow. O(log n). */
+static PyObject *CTree_first_at_least(CTree *self, PyObject *arg) {
+    double target = PyFloat_AsDouble(arg);
+    if (target == -1.0 && PyErr_Occurred()) return NULL;
+    double acc = 0.0;
+    int32_t i = self->root;
+    while (i != NIL) {
+        Node *n = &self->nodes[i];
+        double lsum = n->left != NIL ? self->nodes[n->left].sum : 0.0;
+        if (n->left != NIL && acc + lsum >= target) { i = n->left; continue; }
+        acc += lsum + node_val(self, n);
+        if (acc >= target) return PyFloat_FromDouble(n->key);
+        i = n->right;
+    }
+    return PyFloat_FromDouble(INFINITY);
+}
+
+/* total() -> the sum of all values (a * W1 - b * W0). O(1). */
+static PyObject *CTree_total(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    return PyFloat_FromDouble(self->root != NIL ? self->nodes[self->root].sum : 0.0);
+}
+
 static PyObject *CTree_totals_upto(CTree *self, PyObject *arg) {
     double key = PyFloat_AsDouble(arg);
     if (key == -1.0 && PyErr_Occurred()) return NULL;
@@ -428,6 +485,9 @@ static PyMethodDef CTree_methods[] = {
     {"set_coefs", (PyCFunction)CTree_set_coefs, METH_VARARGS, "set_coefs(a, b): O(n)"},
     {"apply_sorted", (PyCFunction)CTree_apply_sorted, METH_VARARGS, "apply_sorted(keys, dw1, dw0, dc1, dc0)"},
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},
+    {"range_best", (PyCFunction)CTree_range_best, METH_VARARGS, "range_best(lo, hi) -> (min prefix, key) over lo <= key < hi"},
+    {"first_at_least", (PyCFunction)CTree_first_at_least, METH_O, "first_at_least(x) -> smallest key with prefix >= x"},
+    {"total", (PyCFunction)CTree_total, METH_NOARGS, "total() -> sum of all values"},
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},
     {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arena"},
     {NULL, NULL, 0, NULL},

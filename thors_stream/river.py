@@ -131,7 +131,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         threshold whose true FPR (FNR) stays at most ``max_fpr`` (``max_fnr``) with
         probability ``confidence`` over the window. While the window holds too few events
         of the constrained class for that guarantee, ``default_threshold`` is used. A
-        threshold read after a change then costs O(window) instead of O(1).
+        threshold read then costs O(log window) with the compiled backend, O(window) with
+        the numpy one.
 
     Attributes
     ----------

@@ -12,6 +12,7 @@ import numpy as np
 from sortedcontainers import SortedList
 
 from ._backend import export_rows, make_tree, resolve_backend
+from ._count_index import CountIndexedTree
 from ._queue import CANCELLED, EventQueue
 from ._validation import (
     check_class_prior,
@@ -23,7 +24,7 @@ from ._validation import (
 )
 from .batch import class_coefficients
 from .costs import resolve_costs
-from .neyman_pearson import NPInfeasibleError, check_np_params, np_threshold_from_rows
+from .neyman_pearson import NPInfeasibleError, check_np_params, np_constraint, np_threshold_from_rows
 from .result import ThresholdResult
 
 __all__ = ["StreamingThors"]
@@ -170,7 +171,7 @@ class StreamingThors:
         self.default_threshold = None if default_threshold is None else check_score(default_threshold)
         self._load = load
         self.backend = resolve_backend(backend)
-        self._tree = make_tree(self.fn_cost, self.fp_cost, self.backend, load)
+        self._tree = make_tree(self.fn_cost, self.fp_cost, self.backend, load, self._count_index())
         timed = period is not None
         self._queue = EventQueue(timed, min(window, 1024) if window else 1024) if (window or timed) else None
         self._last_t = -math.inf
@@ -323,17 +324,58 @@ class StreamingThors:
         """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
 
         O(1) when no update moved the optimum, else O(load + n / load). In
-        Neyman-Pearson mode O(n) after a change, O(1) otherwise; raises
+        Neyman-Pearson mode O(log n) with the compiled backend (per-class count indexes
+        and a range query), O(n) after a change with the numpy one; raises
         :class:`~thors_stream.neyman_pearson.NPInfeasibleError` while no threshold meets
         the constraint (too few events of a constrained class held).
         """
         if not self._n:
             return None
         if self.max_fpr is not None or self.max_fnr is not None:
-            return self._np_result().threshold
+            return self._np_best()[1] if self._np_indexed() else self._np_result().threshold
         if self.class_prior is None:
             return self._tree.threshold()
         return self._best()[1]
+
+    def _count_index(self) -> tuple[bool, bool]:
+        """Which per-class count indexes the tree keeps (Neyman-Pearson mode): (negatives, positives)."""
+        return (self.max_fpr is not None, self.max_fnr is not None)
+
+    def _np_indexed(self) -> bool:
+        return isinstance(self._tree, CountIndexedTree)
+
+    def _np_best(self) -> tuple[float, float]:
+        """Neyman-Pearson ``(min prefix, threshold)`` for the held events in O(log n): the
+        count indexes give the admissible key range, a range query its cheapest key.
+        Compiled backend only (see :meth:`_np_indexed`)."""
+        tree = self._tree
+        neg, pos = tree.neg, tree.pos
+        count0 = int(neg.total()) if neg is not None else self._n - int(pos.total())
+        count1 = self._n - count0
+        con = self._np_constraint(count0, count1)
+        lo = neg.first_at_least(float(con.min_count0)) if con.min_count0 > 0 else -math.inf
+        hi = pos.first_at_least(float(con.max_count1 + 1)) if pos is not None else math.inf
+        if self.class_prior is not None:
+            a, b = class_coefficients(self.fn_cost, self.fp_cost, self._w0, self._w1, self.class_prior)
+            tree.set_coefs(a, b)
+        best, key = (0.0, -math.inf) if con.min_count0 == 0 else (math.inf, math.nan)
+        m, k = tree.range_best(lo, hi)
+        if m < best:
+            best, key = m, k
+        if best == math.inf:  # nothing admissible: the exact path raises with the full message
+            self._np_result()
+        return best, key
+
+    def _np_constraint(self, count0: int, count1: int) -> Any:
+        """The admissible count ranges, cached by the class counts (they move by one at a time)."""
+        key = (count0, count1, self.max_fpr, self.max_fnr, self.confidence)
+        cache = self.__dict__.setdefault("_np_constraints", {})
+        con = cache.get(key)
+        if con is None:
+            if len(cache) > 4096:
+                cache.clear()
+            con = cache[key] = np_constraint(count0, count1, self.max_fpr, self.max_fnr, self.confidence)
+        return con
 
     def _np_result(self) -> ThresholdResult:
         """The Neyman-Pearson result for the held events, cached until they change. O(n)."""
@@ -366,7 +408,10 @@ class StreamingThors:
         if self._n == 0:
             return None
         if self.max_fpr is not None or self.max_fnr is not None:
-            return self._np_result().cost
+            if not self._np_indexed():
+                return self._np_result().cost
+            m = self._np_best()[0]
+            return self._tree._b * self._w0 + m
         m = self._best()[0]
         return self._tree._b * self._w0 + m
 
@@ -393,7 +438,8 @@ class StreamingThors:
 
         O(n / load + load) with the numpy backend; O(n) with the compiled one, whose nodes
         aggregate only the cost, not the class totals below a key (``get()`` and ``cost`` stay
-        O(1)). In Neyman-Pearson mode, O(n) after a change, O(1) when nothing changed.
+        O(1)). In Neyman-Pearson mode, O(n) after a change, O(1) when nothing changed
+        (``get()`` and ``cost`` are O(log n) there with the compiled backend).
         """
         if self._n == 0:
             return None
@@ -513,6 +559,7 @@ class StreamingThors:
         state["_tree"] = export_rows(self._tree)
         state["_tree_coefs"] = (self._tree._a, self._tree._b)
         state["_np_cache"] = None
+        state.pop("_np_constraints", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -522,7 +569,7 @@ class StreamingThors:
             state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
         self.__dict__.update(state)
         self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
-        self._tree = make_tree(a, b, self.backend, self._load)
+        self._tree = make_tree(a, b, self.backend, self._load, self._count_index())
         if rows.shape[1]:
             self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
 
@@ -655,7 +702,7 @@ class StreamingThors:
                      backend=backend, load=params["load"], max_fpr=params.get("max_fpr"),
                      max_fnr=params.get("max_fnr"), confidence=params.get("confidence", 0.95))
             a, b = state["tree_coefs"]
-            st._tree = make_tree(a, b, st.backend, st._load)
+            st._tree = make_tree(a, b, st.backend, st._load, st._count_index())
             rows = [arrays[k] for k in ("keys", "w1", "w0", "c1", "c0")]
             if rows[0].shape[0]:
                 st._tree.apply_sorted(*(np.ascontiguousarray(r, dtype=np.float64) for r in rows))
