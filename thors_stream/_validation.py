@@ -57,6 +57,26 @@ def check_weight(w: Any) -> float:
     return f
 
 
+def check_open_unit(value: Any, name: str, optional: bool = False) -> float | None:
+    """Return ``value`` as a float strictly inside (0, 1) (``None`` passes when ``optional``),
+    else raise ``ValueError`` naming ``name`` and the value (confidences, error-rate caps)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, (bool, str, bytes)) or value is None:
+        f = math.nan
+    else:
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            f = math.nan
+    if math.isnan(f):
+        raise ValueError(f"{name} must be a number strictly between 0 and 1{' or None' if optional else ''}, "
+                         f"got {value!r}")
+    if not 0.0 < f < 1.0:
+        raise ValueError(f"{name} must be strictly between 0 and 1, got {value!r}")
+    return f
+
+
 def check_class_prior(class_prior: Any) -> float | None:
     """Validate a population prior of the positive class, strictly inside (0, 1)."""
     if class_prior is None:

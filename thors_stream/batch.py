@@ -211,6 +211,28 @@ def _weighted(
     )
 
 
+def rows_by_score(s: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """Merge equal scores: float64 rows ``(keys, w1, w0, c1, c0)`` in ascending key order,
+    the class weights and event counts at each distinct score (what ``StreamingThors.held()``
+    returns). Inputs already validated. O(n log n).
+
+    >>> [r.tolist() for r in rows_by_score(np.array([0.5, 0.1, 0.5]), np.array([True, False, False]), None)]
+    [[0.1, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]]
+    """
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    ww = np.ones(s.shape[0]) if w is None else w[order]
+    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
+    yf = yy.astype(np.float64)
+    return (
+        ss[starts],
+        np.add.reduceat(np.where(yy, ww, 0.0), starts),
+        np.add.reduceat(np.where(yy, 0.0, ww), starts),
+        np.add.reduceat(yf, starts),
+        np.add.reduceat(1.0 - yf, starts),
+    )
+
+
 def _neyman_pearson(
     s: np.ndarray, y: np.ndarray, w: np.ndarray | None, fn: float, fp: float, prior: float | None,
     max_fpr: float | None, max_fnr: float | None, conf: float,
@@ -218,19 +240,7 @@ def _neyman_pearson(
     """Aggregate per distinct score, then pick the cheapest admissible candidate (O(n log n))."""
     from .neyman_pearson import np_threshold_from_rows
 
-    order = np.argsort(s, kind="stable")
-    ss, yy = s[order], y[order]
-    ww = np.ones(s.shape[0]) if w is None else w[order]
-    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
-    yf = yy.astype(np.float64)
-    rows = (
-        ss[starts],
-        np.add.reduceat(np.where(yy, ww, 0.0), starts),
-        np.add.reduceat(np.where(yy, 0.0, ww), starts),
-        np.add.reduceat(yf, starts),
-        np.add.reduceat(1.0 - yf, starts),
-    )
-    return np_threshold_from_rows(*rows, fn, fp, prior, max_fpr, max_fnr, conf)
+    return np_threshold_from_rows(*rows_by_score(s, y, w), fn, fp, prior, max_fpr, max_fnr, conf)
 
 
 def cost_curve(

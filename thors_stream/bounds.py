@@ -89,7 +89,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy import special, stats
 
-from ._validation import check_class_prior
+from ._validation import check_class_prior, check_open_unit
 
 __all__ = ["CostInterval", "ThresholdBounds", "threshold_bounds"]
 
@@ -186,15 +186,7 @@ class ThresholdBounds:
 # --------------------------------------------------------------------------- checks
 def check_confidence(confidence: Any) -> float:
     """Return ``confidence`` as a float strictly inside (0, 1) or raise ``ValueError``."""
-    if isinstance(confidence, (bool, str, bytes)) or confidence is None:
-        raise ValueError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}")
-    try:
-        c = float(confidence)
-    except (TypeError, ValueError):
-        raise ValueError(f"confidence must be a number strictly between 0 and 1, got {confidence!r}") from None
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
-    return c
+    return check_open_unit(confidence, "confidence")  # type: ignore[return-value]
 
 
 def check_n_test(n_test: Any) -> int | None:

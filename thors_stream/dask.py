@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_class_prior, check_labels, check_scores, check_weights
-from .batch import class_coefficients
+from .batch import class_coefficients, rows_by_score
 from .costs import resolve_costs
 from .result import ThresholdResult
 
@@ -104,15 +104,8 @@ def _aggregate(scores: Any, labels: Any, weights: Any, names: tuple[str, str, st
         c1 = np.bincount(np.searchsorted(starts, at, side="right") - 1, minlength=starts.shape[0]).astype(cdt)
         count = np.diff(np.append(starts, m)).astype(cdt)
         return ss[starts], None, None, c1, count - c1
-    order = np.argsort(s, kind="stable")
-    ss, yy, ww = s[order], y[order], w[order]
-    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
-    keys = ss[starts]
-    w1 = np.add.reduceat(np.where(yy, ww, 0.0), starts)
-    w0 = np.add.reduceat(np.where(yy, 0.0, ww), starts)
-    c1 = np.add.reduceat(yy.astype(cdt), starts)
-    c0 = np.diff(np.append(starts, m)).astype(cdt) - c1
-    return keys, w1, w0, c1, c0
+    keys, w1, w0, c1, c0 = rows_by_score(s, y, w)
+    return keys, w1, w0, c1.astype(cdt), c0.astype(cdt)
 
 
 def _aggregate_frame(df: Any, score_col: str, label_col: str, weight_col: str | None, part: int) -> Agg:

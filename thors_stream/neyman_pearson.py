@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import check_open_unit
 from .batch import class_coefficients
 from .result import ThresholdResult
 
@@ -96,29 +97,16 @@ class NPInfeasibleError(ValueError):
     """No threshold meets the Neyman-Pearson constraint(s) on the data held (a ``ValueError``)."""
 
 
-def _check_rate(value: Any, name: str, optional: bool = True) -> float | None:
-    if value is None and optional:
-        return None
-    what = f"{name} must be a number strictly between 0 and 1{' or None' if optional else ''}, got {value!r}"
-    if isinstance(value, (bool, str, bytes)) or value is None:
-        raise ValueError(what)
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(what) from None
-    if not 0.0 < f < 1.0:
-        raise ValueError(f"{name} must be strictly between 0 and 1, got {value!r}")
-    return f
-
-
 def check_np_params(max_fpr: Any, max_fnr: Any, confidence: Any) -> tuple[float | None, float | None, float]:
     """Validate the Neyman-Pearson keywords; ``ValueError`` names the bad value. O(1).
 
     >>> check_np_params(0.1, None, 0.9)
     (0.1, None, 0.9)
     """
-    conf = _check_rate(confidence, "confidence", optional=False)
-    return _check_rate(max_fpr, "max_fpr"), _check_rate(max_fnr, "max_fnr"), conf  # type: ignore[return-value]
+    conf = check_open_unit(confidence, "confidence")
+    max_fpr = check_open_unit(max_fpr, "max_fpr", optional=True)
+    max_fnr = check_open_unit(max_fnr, "max_fnr", optional=True)
+    return max_fpr, max_fnr, conf  # type: ignore[return-value]
 
 
 def fpr_tail(k: int, n: int, alpha: float) -> float:

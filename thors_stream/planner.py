@@ -18,6 +18,7 @@ import numpy as np
 
 from ._validation import check_class_prior
 from .bounds import bounds_arrays, check_confidence, check_method, check_n_test
+from .costs import resolve_costs
 
 __all__ = ["paper_failure_probability", "required_validation_size"]
 
@@ -31,16 +32,6 @@ def _check_rate(x: Any, name: str) -> float:
         raise ValueError(f"{name} must be a number in [0, 1], got {x!r}") from None
     if isinstance(x, bool) or not 0.0 <= f <= 1.0:
         raise ValueError(f"{name} must be a number in [0, 1], got {x!r}")
-    return f
-
-
-def _check_cost(x: Any, name: str) -> float:
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite number > 0, got {x!r}") from None
-    if isinstance(x, bool) or not (f > 0 and math.isfinite(f)):
-        raise ValueError(f"{name} must be a finite number > 0, got {x!r}")
     return f
 
 
@@ -162,7 +153,8 @@ def required_validation_size(
     pi1 = check_class_prior(class_prior)
     if pi1 is None:
         raise ValueError("class_prior must be given (the population share of positives)")
-    fn, fp = _check_cost(fn_cost, "fn_cost"), _check_cost(fp_cost, "fp_cost")
+    costs = resolve_costs(fn_cost, fp_cost)
+    fn, fp = costs.fn_cost, costs.fp_cost
     try:
         mult = float(multiple)
     except (TypeError, ValueError):

@@ -363,12 +363,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
 
     def _thors_threshold(self) -> float | None:
         """The window's threshold; ``None`` when empty or, in Neyman-Pearson mode, infeasible."""
-        if self._np:
-            try:
-                return self._thors.get()
-            except NPInfeasibleError:
-                return None
-        return self._thors.get()
+        try:
+            return self._thors.get()
+        except NPInfeasibleError:  # only raised in Neyman-Pearson mode
+            return None
 
     # ---------------------------------------------------------------- learning
     def learn_one(

@@ -104,8 +104,9 @@ class StreamingThors:
         held events. While a constrained class has too few events held, :meth:`get`
         raises :class:`~thors_stream.neyman_pearson.NPInfeasibleError` (a ``ValueError``
         naming the count needed) and :meth:`predict_one` uses ``default_threshold``.
-        A read after a change costs O(n) (one export of the held rows; neither backend
-        has a rank or range-minimum query); repeated reads without a change are O(1).
+        :meth:`get` and :attr:`cost` are O(log n) with the compiled backend (it keeps a
+        count index per constrained class); :meth:`result`, and every read with the numpy
+        backend, cost O(n) after a change (one export of the held rows), O(1) repeated.
 
     Complexity
     ----------
@@ -151,7 +152,9 @@ class StreamingThors:
         confidence: float = 0.95,
     ) -> None:
         self.max_fpr, self.max_fnr, self.confidence = check_np_params(max_fpr, max_fnr, confidence)
-        self._np_cache: tuple[Any, Any] | None = None
+        self._np_mode = self.max_fpr is not None or self.max_fnr is not None
+        self._np_cache: tuple[Any, Any] | None = None  # (state key, result or error message)
+        self._np_constraints: dict[tuple[Any, ...], Any] = {}  # np_constraint by class counts
         costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
         self.fn_cost, self.fp_cost = costs.fn_cost, costs.fp_cost
         if window is not None:
@@ -331,7 +334,7 @@ class StreamingThors:
         """
         if not self._n:
             return None
-        if self.max_fpr is not None or self.max_fnr is not None:
+        if self._np_mode:
             return self._np_best()[1] if self._np_indexed() else self._np_result().threshold
         if self.class_prior is None:
             return self._tree.threshold()
@@ -369,7 +372,7 @@ class StreamingThors:
     def _np_constraint(self, count0: int, count1: int) -> Any:
         """The admissible count ranges, cached by the class counts (they move by one at a time)."""
         key = (count0, count1, self.max_fpr, self.max_fnr, self.confidence)
-        cache = self.__dict__.setdefault("_np_constraints", {})
+        cache = self._np_constraints
         con = cache.get(key)
         if con is None:
             if len(cache) > 4096:
@@ -407,7 +410,7 @@ class StreamingThors:
         """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
         if self._n == 0:
             return None
-        if self.max_fpr is not None or self.max_fnr is not None:
+        if self._np_mode:
             if not self._np_indexed():
                 return self._np_result().cost
             m = self._np_best()[0]
@@ -443,7 +446,7 @@ class StreamingThors:
         """
         if self._n == 0:
             return None
-        if self.max_fpr is not None or self.max_fnr is not None:
+        if self._np_mode:
             return self._np_result()
         _, thr = self._best()
         tree = self._tree
@@ -462,7 +465,7 @@ class StreamingThors:
 
     def __repr__(self) -> str:
         win = f", window={self.window}" if self.window else (f", period={self.period!r}" if self.period else "")
-        if self.max_fpr is not None or self.max_fnr is not None:
+        if self._np_mode:
             win += f", max_fpr={self.max_fpr}, max_fnr={self.max_fnr}, confidence={self.confidence}"
         try:
             thr: Any = self.get()
@@ -559,15 +562,17 @@ class StreamingThors:
         state["_tree"] = export_rows(self._tree)
         state["_tree_coefs"] = (self._tree._a, self._tree._b)
         state["_np_cache"] = None
-        state.pop("_np_constraints", None)
+        state["_np_constraints"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         rows = state.pop("_tree")
         a, b = state.pop("_tree_coefs")
-        for name, default in (("max_fpr", None), ("max_fnr", None), ("confidence", 0.95), ("_np_cache", None)):
+        for name, default in (("max_fpr", None), ("max_fnr", None), ("confidence", 0.95), ("_np_cache", None),
+                              ("_np_constraints", {})):
             state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
         self.__dict__.update(state)
+        self._np_mode = self.max_fpr is not None or self.max_fnr is not None
         self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
         self._tree = make_tree(a, b, self.backend, self._load, self._count_index())
         if rows.shape[1]:
