@@ -1,24 +1,25 @@
-"""Choice of the sorted prefix-minimum structure behind StreamingThors.
+"""Choice of the core behind StreamingThors.
 
-Two interchangeable backends give identical answers:
+Two interchangeable backends give identical answers (see :mod:`thors_stream._core`):
 
-- ``"c"``: a treap in C (``thors_stream._ctree``), O(log n) updates and O(1)
-  reads; built at install time when a C compiler is present.
+- ``"c"``: a B+-tree with an expiry ring in C (``thors_stream._ctree``): O(log n)
+  worst-case updates, O(1) reads; built at install time when a C compiler is present.
 - ``"python"``: blocks of numpy arrays (:mod:`thors_stream._prefix`), no compiler
-  needed; O(log n + load) updates and O(load + n / load) reads.
+  needed; O(log n + load) updates and O(load + n / load) reads, about 10x slower.
 
-``"auto"`` (the default) takes the C one when it was built. The environment
-variable ``THORS_STREAM_BACKEND=python`` forces the pure one.
+``"auto"`` (the default) takes the C one when it was built, and warns once when it
+was not. The environment variable ``THORS_STREAM_BACKEND=python`` forces the pure one.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
-from ._prefix import SortedPrefixMin
+from ._core import PyCore
 
 try:
     from ._ctree import CTree
@@ -33,7 +34,23 @@ def available_backends() -> list[str]:
     return (["c"] if CTree is not None else []) + ["python"]
 
 
+_warned = False
+
+
+def _warn_no_compiled() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn(
+            "thors_stream: the compiled core (thors_stream._ctree) was not built, so the numpy backend "
+            "is used (same answers, about 10x slower per event). Install a C compiler (e.g. gcc) and "
+            "reinstall thors_stream to build it; set THORS_STREAM_BACKEND=python to silence this warning.",
+            RuntimeWarning, stacklevel=4,
+        )
+
+
 def resolve_backend(backend: str) -> str:
+    """``"c"`` or ``"python"`` for ``backend`` (``"auto"``: the compiled one when built)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if backend == "auto":
@@ -41,7 +58,10 @@ def resolve_backend(backend: str) -> str:
         if forced in ("c", "python"):
             backend = forced
         else:
-            return "c" if CTree is not None else "python"
+            if CTree is None:
+                _warn_no_compiled()
+                return "python"
+            return "c"
     if backend == "c" and CTree is None:
         raise ImportError(
             "the compiled backend thors_stream._ctree was not built (no C compiler at install time); "
@@ -50,22 +70,37 @@ def resolve_backend(backend: str) -> str:
     return backend
 
 
-def make_tree(pos_coef: float, neg_coef: float, backend: str, load: int,
-              count_index: tuple[bool, bool] = (False, False)) -> Any:
-    """A fresh tree. ``count_index=(negatives, positives)`` adds per-class count indexes
-    (compiled backend only; Neyman-Pearson reads in O(log n))."""
+def make_core(pos_coef: float, neg_coef: float, backend: str, load: int, ring: int = 0) -> Any:
+    """A fresh core (``ring``: 0 no queue, 1 count window, 2 time window)."""
     if backend == "c":
-        if any(count_index):
-            from ._count_index import CountIndexedTree
-
-            return CountIndexedTree(CTree(pos_coef, neg_coef), CTree, *count_index)
-        return CTree(pos_coef, neg_coef)
-    return SortedPrefixMin(pos_coef, neg_coef, load=load)
+        return CTree(pos_coef, neg_coef, ring=ring)
+    return PyCore(pos_coef, neg_coef, load=load, ring=ring)
 
 
-def export_rows(tree: Any) -> np.ndarray:
-    """The tree's keys as a ``(5, n)`` array of rows key, w1, w0, c1, c0."""
-    out = tree.export()
+def export_rows(core: Any) -> np.ndarray:
+    """The core's keys as a ``(5, n)`` array of rows key, w1, w0, c1, c0."""
+    out = core.export()
     if isinstance(out, bytes):
         return np.frombuffer(out, dtype=np.float64).reshape(5, -1).copy()
     return out
+
+
+def export_lo(core: Any) -> np.ndarray:
+    """The double-double low parts of the rows' w1 and w0, a ``(2, n)`` array."""
+    out = core.export_lo()
+    if isinstance(out, bytes):
+        return np.frombuffer(out, dtype=np.float64).reshape(2, -1).copy()
+    return np.asarray(out, dtype=np.float64).reshape(2, -1)
+
+
+def load_rows(core: Any, rows: np.ndarray, lo: np.ndarray | None = None) -> None:
+    """Add per-score rows (and their low parts) to ``core``: the exact per-score sums."""
+    keys, w1, w0, c1, c0 = (np.ascontiguousarray(r, dtype=np.float64) for r in rows)
+    if not keys.shape[0]:
+        return
+    if lo is not None and lo.shape[1] and lo.any():
+        z = np.zeros_like(keys)
+        core.apply_sorted(np.repeat(keys, 2), np.stack([w1, lo[0]], 1).ravel(), np.stack([w0, lo[1]], 1).ravel(),
+                          np.stack([c1, z], 1).ravel(), np.stack([c0, z], 1).ravel())
+    else:
+        core.apply_sorted(keys, w1, w0, c1, c0)

@@ -1,17 +1,34 @@
 /*
- * _ctree: the compiled backend of thors_stream's sorted prefix-minimum multiset.
+ * _ctree: the compiled core of thors_stream.
  *
- * A treap (randomised balanced BST) over distinct scores. Each node holds the
- * class weights and counts at its score and, for its subtree, the sum of
- * VAL = a * w1 - b * w0 over its keys and the minimum over the subtree's
- * non-empty key-order prefixes of that sum, with the node reaching it first.
- * The global optimum is read at the root in O(1); an insert, a removal or a
- * weight change is O(log n) expected. Nodes live in one growable arena and are
- * addressed by 32-bit indices (72 bytes per distinct score).
+ * CTree is a B+-tree over the distinct scores ("keys") held, plus an optional FIFO
+ * ring of the held events (the expiry queue of a count or time window).
  *
- * Every aggregate is recomputed from the children (never adjusted in place), so
- * no rounding accumulates beyond each node's own w1/w0 running sums.
- * The Python layer validates all input; these functions assume valid input.
+ * Leaves hold up to LCAP keys with, per key, the class weights as double-double
+ * numbers (hi, lo; lo parts live in a side block allocated only when some lo part
+ * is non-zero) and the class counts (uint32). Inner nodes hold up to ICAP children
+ * with, per child, a lower bound of its keys (the separator) and the child's
+ * aggregate: sum of VAL = a * w1 - b * w0 over its keys, the minimum non-empty
+ * prefix sum of VAL with the key reaching it first, and the child's totals of
+ * w1, w0, c1, c0. The optimum (minimum prefix sum over all keys) is read at the root.
+ *
+ * Guarantees:
+ * - deterministic and balanced: every leaf is at the same depth, every node but the
+ *   root holds at least a third of its capacity, so an update is O(log n) worst case
+ *   whatever the keys; the tree's height is at most 8 below 2**31 keys;
+ * - no recursion deeper than the tree's height; walks over all keys are loops;
+ * - history independence: per-key weights are updated with error-free transformations
+ *   (TwoSum), so adding then removing an event restores them exactly whenever every
+ *   intermediate per-key sum fits in a double-double; a class whose count reaches
+ *   zero at a key has weight exactly zero; every aggregate is recomputed from its
+ *   children (never adjusted by a delta), so it is a function of the held keys and
+ *   of the tree's shape, and of the held keys alone whenever the sums are exact;
+ * - laziness: an update marks the nodes on its path dirty; reads recompute the dirty
+ *   aggregates first (so an insert + expiry pair shares the work near the root).
+ *
+ * Mutations validate before they change anything: removing what is not held raises
+ * KeyError and leaves the tree unchanged; memory is reserved before any structural
+ * change, so a MemoryError also leaves it unchanged.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -19,225 +36,790 @@
 #include <stdint.h>
 #include <string.h>
 
+#define LCAP 32
+#define ICAP 32
+#define LMIN 10 /* a non-root leaf holds >= LMIN keys */
+#define IMIN 10 /* a non-root inner node holds >= IMIN children */
+#define MAXH 24 /* height bound (far above what 2**31 keys need) */
+#define NIL (-1)
+#define CANCELLED 2
+
 typedef struct {
-    double key, w1, w0, c1, c0; /* this score */
-    double sum, minp;           /* subtree: sum of VAL, min non-empty prefix */
-    int32_t left, right, arg;   /* children; node reaching minp first */
-    uint32_t prio;
-} Node;
+    double sum, minp, argk, w1, w0, c1, c0;
+} Agg;
+
+typedef struct {
+    double key[LCAP], w1[LCAP], w0[LCAP];
+    uint32_t c1[LCAP], c0[LCAP];
+    int32_t n, lo; /* lo: index of the LoBlock or NIL (all lo parts zero) */
+    int32_t dirty, next_free;
+} Leaf;
+
+typedef struct {
+    double w1[LCAP], w0[LCAP];
+} LoBlock;
+
+typedef struct {
+    double sep[ICAP];
+    int32_t child[ICAP];
+    Agg agg[ICAP];
+    int32_t n, dirty, next_free, pad;
+} Inner;
 
 typedef struct {
     PyObject_HEAD
-    Node *nodes;
-    int32_t cap, used, free_head, root;
-    int ordered; /* nodes[base, base + n_keys) are in key order with no free slots (after a rebuild) */
-    int32_t base;
+    Leaf *leaves;
+    Inner *inners;
+    LoBlock *los;
+    int32_t lcap, lused, lfree, nleaves;
+    int32_t icap, iused, ifree, ninners;
+    int32_t ocap, oused, ofree, nlos;
+    int32_t root, height; /* height 0: the root is a leaf */
     Py_ssize_t n_keys;
     double a, b;
-    uint64_t rng;
+    Agg top; /* aggregate of the whole tree (valid when !dirty_root) */
+    /* expiry ring */
+    int ring; /* 0 none, 1 count window, 2 time window */
+    double *qs, *qw, *qt;
+    uint8_t *qy;
+    Py_ssize_t qhead, qsize, qcap;
+    /* path of the last descent */
+    int32_t pnode[MAXH], pidx[MAXH];
 } CTree;
 
-#define NIL (-1)
+/* ------------------------------------------------------------------ arenas */
 
-static uint32_t next_prio(CTree *t) {
-    uint64_t x = t->rng;
-    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-    t->rng = x;
-    return (uint32_t)(x >> 32);
-}
-
-static inline void pull(CTree *t, int32_t i) {
-    Node *ns = t->nodes, *n = &ns[i];
-    double val = t->a * n->w1 - t->b * n->w0, s, best, c;
-    int32_t arg;
-    if (n->left != NIL) {
-        Node *l = &ns[n->left];
-        s = l->sum; best = l->minp; arg = l->arg;
-        c = s + val;
-        if (c < best) { best = c; arg = i; }
-        s = c;
-    } else {
-        s = val; best = val; arg = i;
-    }
-    if (n->right != NIL) {
-        Node *r = &ns[n->right];
-        c = s + r->minp;
-        if (c < best) { best = c; arg = r->arg; }
-        s += r->sum;
-    }
-    n->sum = s; n->minp = best; n->arg = arg;
-}
-
-static int reserve(CTree *t) {
-    if (t->free_head != NIL || t->used < t->cap) return 0;
-    int64_t cap = t->cap ? (int64_t)t->cap + t->cap / 4 + 16 : 64; /* 1.25x: <= 25% slack */
-    if (cap > INT32_MAX) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
-    Node *ns = PyMem_Realloc(t->nodes, (size_t)cap * sizeof(Node));
-    if (!ns) { PyErr_NoMemory(); return -1; }
-    t->nodes = ns; t->cap = (int32_t)cap;
+static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
+    if (*cap >= need) return 0;
+    int64_t nc = *cap ? (int64_t)*cap + *cap / 2 + 8 : 16;
+    if (nc < need) nc = need;
+    if (nc > INT32_MAX / 2) { PyErr_SetString(PyExc_MemoryError, "thors_stream tree: too many nodes"); return -1; }
+    void *p = PyMem_Realloc(*arr, (size_t)nc * item);
+    if (!p) { PyErr_NoMemory(); return -1; }
+    *arr = p; *cap = (int32_t)nc;
     return 0;
 }
 
-static int32_t new_node(CTree *t, double key) {
+/* Make room for k new leaves, inner nodes and lo blocks (before any structural change). */
+static int reserve(CTree *t, int32_t k) {
+    if (t->lcap - t->lused >= k && t->icap - t->iused >= k && t->ocap - t->oused >= k) return 0;
+    int32_t freeL = t->lcap - t->lused, freeI = t->icap - t->iused, freeO = t->ocap - t->oused;
+    int32_t fl = 0, fi = 0, fo = 0;
+    for (int32_t i = t->lfree; i != NIL && fl < k; i = t->leaves[i].next_free) fl++;
+    for (int32_t i = t->ifree; i != NIL && fi < k; i = t->inners[i].next_free) fi++;
+    for (int32_t i = t->ofree; i != NIL && fo < k; i = *(int32_t *)&t->los[i]) fo++;
+    if (freeL + fl < k && grow((void **)&t->leaves, &t->lcap, sizeof(Leaf), t->lused + k) < 0) return -1;
+    if (freeI + fi < k && grow((void **)&t->inners, &t->icap, sizeof(Inner), t->iused + k) < 0) return -1;
+    if (freeO + fo < k && grow((void **)&t->los, &t->ocap, sizeof(LoBlock), t->oused + k) < 0) return -1;
+    return 0;
+}
+
+static int32_t new_leaf(CTree *t) {
     int32_t i;
-    if (t->free_head != NIL) { i = t->free_head; t->free_head = t->nodes[i].left; }
-    else i = t->used++;
-    Node *n = &t->nodes[i];
-    memset(n, 0, sizeof(Node));
-    n->key = key; n->left = n->right = NIL; n->prio = next_prio(t);
-    t->n_keys++;
-    t->ordered = 0;
+    if (t->lfree != NIL) { i = t->lfree; t->lfree = t->leaves[i].next_free; }
+    else i = t->lused++;
+    Leaf *L = &t->leaves[i];
+    L->n = 0; L->lo = NIL; L->dirty = 1; L->next_free = NIL;
+    t->nleaves++;
     return i;
 }
 
-static void free_node(CTree *t, int32_t i) {
-    t->nodes[i].left = t->free_head;
-    t->free_head = i;
-    t->n_keys--;
-    t->ordered = 0;
+static void free_lo(CTree *t, int32_t o) {
+    *(int32_t *)&t->los[o] = t->ofree;
+    t->ofree = o;
+    t->nlos--;
 }
 
-static int32_t rot_right(CTree *t, int32_t i) {
-    Node *ns = t->nodes;
-    int32_t l = ns[i].left;
-    ns[i].left = ns[l].right; ns[l].right = i;
-    pull(t, i); pull(t, l);
-    return l;
+static void free_leaf(CTree *t, int32_t i) {
+    Leaf *L = &t->leaves[i];
+    if (L->lo != NIL) free_lo(t, L->lo);
+    L->lo = NIL;
+    L->next_free = t->lfree;
+    t->lfree = i;
+    t->nleaves--;
 }
 
-static int32_t rot_left(CTree *t, int32_t i) {
-    Node *ns = t->nodes;
-    int32_t r = ns[i].right;
-    ns[i].right = ns[r].left; ns[r].left = i;
-    pull(t, i); pull(t, r);
-    return r;
-}
-
-/* Remove node i (a subtree root) by rotating it down; returns the new subtree root. */
-static int32_t drop(CTree *t, int32_t i) {
-    Node *ns = t->nodes;
-    int32_t l = ns[i].left, r = ns[i].right, top;
-    if (l == NIL) { free_node(t, i); return r; }
-    if (r == NIL) { free_node(t, i); return l; }
-    if (ns[l].prio > ns[r].prio) {
-        top = rot_right(t, i);
-        t->nodes[top].right = drop(t, i);
-    } else {
-        top = rot_left(t, i);
-        t->nodes[top].left = drop(t, i);
-    }
-    pull(t, top);
-    return top;
-}
-
-/* Add (dw1, dw0, dc1, dc0) at key, creating or deleting its node as needed. */
-static int32_t upsert(CTree *t, int32_t i, double key, double dw1, double dw0, double dc1, double dc0) {
-    if (i == NIL) {
-        if (dc1 + dc0 <= 0) return NIL;
-        i = new_node(t, key);
-        Node *n = &t->nodes[i];
-        n->w1 = dw1; n->w0 = dw0; n->c1 = dc1; n->c0 = dc0;
-        pull(t, i);
-        return i;
-    }
-    Node *n = &t->nodes[i];
-    if (key < n->key) {
-        int32_t c = upsert(t, n->left, key, dw1, dw0, dc1, dc0);
-        t->nodes[i].left = c;
-        if (c != NIL && t->nodes[c].prio > t->nodes[i].prio) return rot_right(t, i);
-    } else if (key > n->key) {
-        int32_t c = upsert(t, n->right, key, dw1, dw0, dc1, dc0);
-        t->nodes[i].right = c;
-        if (c != NIL && t->nodes[c].prio > t->nodes[i].prio) return rot_left(t, i);
-    } else {
-        n->c1 += dc1; n->c0 += dc0;
-        if (n->c1 + n->c0 <= 0) return drop(t, i);
-        /* a class with no events left has exactly zero weight */
-        n->w1 = n->c1 > 0 ? n->w1 + dw1 : 0.0;
-        n->w0 = n->c0 > 0 ? n->w0 + dw0 : 0.0;
-    }
-    pull(t, i);
+static int32_t new_inner(CTree *t) {
+    int32_t i;
+    if (t->ifree != NIL) { i = t->ifree; t->ifree = t->inners[i].next_free; }
+    else i = t->iused++;
+    Inner *N = &t->inners[i];
+    N->n = 0; N->dirty = 1; N->next_free = NIL;
+    t->ninners++;
     return i;
 }
 
-static void repull_all(CTree *t, int32_t i) {
-    if (i == NIL) return;
-    repull_all(t, t->nodes[i].left);
-    repull_all(t, t->nodes[i].right);
-    pull(t, i);
+static void free_inner(CTree *t, int32_t i) {
+    t->inners[i].next_free = t->ifree;
+    t->ifree = i;
+    t->ninners--;
+}
+
+static int32_t new_lo(CTree *t) {
+    int32_t o;
+    if (t->ofree != NIL) { o = t->ofree; t->ofree = *(int32_t *)&t->los[o]; }
+    else o = t->oused++;
+    memset(&t->los[o], 0, sizeof(LoBlock));
+    t->nlos++;
+    return o;
+}
+
+static void key_error(double key) {
+    PyObject *k = PyFloat_FromDouble(key);
+    if (k) { PyErr_Format(PyExc_KeyError, "no held event of that label has score %R", k); Py_DECREF(k); }
+}
+
+/* ------------------------------------------------------------------ exact sums */
+
+/* (hi, lo) += w with error-free transformations; the result is renormalised
+   (hi = fl(hi + lo)). Exact whenever the true sum fits in a double-double. */
+static inline void dd_add(double *hi, double *lo, double w) {
+    double s = *hi + w, bb = s - *hi;
+    double e = (*hi - (s - bb)) + (w - bb);
+    double t = *lo + e;
+    double h = s + t;
+    double l = t - (h - s);
+    *hi = h; *lo = l;
+}
+
+/* ------------------------------------------------------------------ aggregates */
+
+static void leaf_agg(CTree *t, Leaf *L, Agg *g) {
+    double a = t->a, b = t->b, acc = 0.0, best = INFINITY, argk = NAN, W1 = 0.0, W0 = 0.0, C1 = 0.0, C0 = 0.0;
+    for (int32_t i = 0; i < L->n; i++) {
+        acc += a * L->w1[i] - b * L->w0[i];
+        if (acc < best) { best = acc; argk = L->key[i]; }
+        W1 += L->w1[i]; W0 += L->w0[i];
+        C1 += L->c1[i]; C0 += L->c0[i];
+    }
+    g->sum = acc; g->minp = best; g->argk = argk; g->w1 = W1; g->w0 = W0; g->c1 = C1; g->c0 = C0;
+}
+
+static void inner_agg(Inner *N, Agg *g) {
+    double acc = 0.0, best = INFINITY, argk = NAN, W1 = 0.0, W0 = 0.0, C1 = 0.0, C0 = 0.0;
+    for (int32_t i = 0; i < N->n; i++) {
+        const Agg *c = &N->agg[i];
+        double p = acc + c->minp;
+        if (p < best) { best = p; argk = c->argk; }
+        acc += c->sum;
+        W1 += c->w1; W0 += c->w0; C1 += c->c1; C0 += c->c0;
+    }
+    g->sum = acc; g->minp = best; g->argk = argk; g->w1 = W1; g->w0 = W0; g->c1 = C1; g->c0 = C0;
+}
+
+/* Recompute the dirty aggregates below node (depth bounded by the height). */
+static void refresh(CTree *t, int32_t node, int level, Agg *out) {
+    if (level == 0) {
+        Leaf *L = &t->leaves[node];
+        leaf_agg(t, L, out);
+        L->dirty = 0;
+        return;
+    }
+    Inner *N = &t->inners[node];
+    if (N->dirty) {
+        for (int32_t i = 0; i < N->n; i++) {
+            int32_t c = N->child[i];
+            int d = level == 1 ? t->leaves[c].dirty : t->inners[c].dirty;
+            if (d) refresh(t, c, level - 1, &t->inners[node].agg[i]);
+        }
+        N = &t->inners[node];
+        N->dirty = 0;
+    }
+    inner_agg(N, out);
+}
+
+static int root_dirty(CTree *t) {
+    return t->height == 0 ? t->leaves[t->root].dirty : t->inners[t->root].dirty;
+}
+
+static inline void clean(CTree *t) {
+    if (root_dirty(t)) refresh(t, t->root, t->height, &t->top);
+}
+
+/* Mark every node on the recorded path (levels [0, depth)) and the leaf dirty. */
+static void mark_path(CTree *t, int32_t leaf) {
+    t->leaves[leaf].dirty = 1;
+    for (int l = t->height - 1; l >= 0; l--) {
+        Inner *N = &t->inners[t->pnode[l]];
+        if (N->dirty) break; /* its ancestors are dirty already */
+        N->dirty = 1;
+    }
+}
+
+/* ------------------------------------------------------------------ descent */
+
+static inline int32_t child_index(const Inner *N, double key) {
+    int32_t i = 0;
+    for (int32_t j = 1; j < N->n; j++) i += N->sep[j] <= key;
+    return i;
+}
+
+static inline int32_t leaf_pos(const Leaf *L, double key) {
+    /* number of keys < key */
+    int32_t lo = 0, hi = L->n;
+    while (lo < hi) {
+        int32_t mid = (lo + hi) >> 1;
+        if (L->key[mid] < key) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+/* Descend to the leaf for key, recording the path: pnode[l], pidx[l] for the inner
+   node at depth l (0 = root) and the child taken there. */
+static int32_t descend(CTree *t, double key) {
+    int32_t node = t->root;
+    for (int l = 0; l < t->height; l++) {
+        Inner *N = &t->inners[node];
+        int32_t i = child_index(N, key);
+        t->pnode[l] = node; t->pidx[l] = i;
+        node = N->child[i];
+    }
+    return node;
+}
+
+/* ------------------------------------------------------------------ leaf slots */
+
+static void leaf_lo_get(CTree *t, Leaf *L, int32_t i, double *l1, double *l0) {
+    if (L->lo == NIL) { *l1 = 0.0; *l0 = 0.0; return; }
+    *l1 = t->los[L->lo].w1[i]; *l0 = t->los[L->lo].w0[i];
+}
+
+/* needs a reserved lo block when the parts are non-zero and the leaf has none */
+static void leaf_lo_set(CTree *t, Leaf *L, int32_t i, double l1, double l0) {
+    if (L->lo == NIL) {
+        if (l1 == 0.0 && l0 == 0.0) return;
+        L->lo = new_lo(t);
+    }
+    t->los[L->lo].w1[i] = l1; t->los[L->lo].w0[i] = l0;
+}
+
+/* Open a gap at pos (n < LCAP). */
+static void leaf_open(CTree *t, Leaf *L, int32_t pos) {
+    int32_t k = L->n - pos;
+    if (k > 0) {
+        memmove(&L->key[pos + 1], &L->key[pos], k * sizeof(double));
+        memmove(&L->w1[pos + 1], &L->w1[pos], k * sizeof(double));
+        memmove(&L->w0[pos + 1], &L->w0[pos], k * sizeof(double));
+        memmove(&L->c1[pos + 1], &L->c1[pos], k * sizeof(uint32_t));
+        memmove(&L->c0[pos + 1], &L->c0[pos], k * sizeof(uint32_t));
+        if (L->lo != NIL) {
+            LoBlock *o = &t->los[L->lo];
+            memmove(&o->w1[pos + 1], &o->w1[pos], k * sizeof(double));
+            memmove(&o->w0[pos + 1], &o->w0[pos], k * sizeof(double));
+        }
+    }
+    if (L->lo != NIL) { t->los[L->lo].w1[pos] = 0.0; t->los[L->lo].w0[pos] = 0.0; }
+    L->n++;
+}
+
+static void leaf_close(CTree *t, Leaf *L, int32_t pos) {
+    int32_t k = L->n - pos - 1;
+    if (k > 0) {
+        memmove(&L->key[pos], &L->key[pos + 1], k * sizeof(double));
+        memmove(&L->w1[pos], &L->w1[pos + 1], k * sizeof(double));
+        memmove(&L->w0[pos], &L->w0[pos + 1], k * sizeof(double));
+        memmove(&L->c1[pos], &L->c1[pos + 1], k * sizeof(uint32_t));
+        memmove(&L->c0[pos], &L->c0[pos + 1], k * sizeof(uint32_t));
+        if (L->lo != NIL) {
+            LoBlock *o = &t->los[L->lo];
+            memmove(&o->w1[pos], &o->w1[pos + 1], k * sizeof(double));
+            memmove(&o->w0[pos], &o->w0[pos + 1], k * sizeof(double));
+        }
+    }
+    L->n--;
+}
+
+/* Copy cnt slots src[s..] -> dst[d..] (dst has room; slots beyond are overwritten). */
+static void leaf_copy(CTree *t, int32_t dst, int32_t d, int32_t src, int32_t s, int32_t cnt) {
+    Leaf *D = &t->leaves[dst], *S = &t->leaves[src];
+    memmove(&D->key[d], &S->key[s], cnt * sizeof(double));
+    memmove(&D->w1[d], &S->w1[s], cnt * sizeof(double));
+    memmove(&D->w0[d], &S->w0[s], cnt * sizeof(double));
+    memmove(&D->c1[d], &S->c1[s], cnt * sizeof(uint32_t));
+    memmove(&D->c0[d], &S->c0[s], cnt * sizeof(uint32_t));
+    if (S->lo != NIL) {
+        int any = 0;
+        for (int32_t i = 0; i < cnt; i++) any |= t->los[S->lo].w1[s + i] != 0.0 || t->los[S->lo].w0[s + i] != 0.0;
+        if (any && D->lo == NIL) { D->lo = new_lo(t); S = &t->leaves[src]; }
+    }
+    if (D->lo != NIL) {
+        LoBlock *o = &t->los[D->lo];
+        if (S->lo != NIL) {
+            memmove(&o->w1[d], &t->los[S->lo].w1[s], cnt * sizeof(double));
+            memmove(&o->w0[d], &t->los[S->lo].w0[s], cnt * sizeof(double));
+        } else {
+            memset(&o->w1[d], 0, cnt * sizeof(double));
+            memset(&o->w0[d], 0, cnt * sizeof(double));
+        }
+    }
+}
+
+/* Shift slots of leaf i by delta (positive: right) starting at pos, keeping n. */
+static void leaf_shift(CTree *t, int32_t i, int32_t from, int32_t to, int32_t cnt) {
+    leaf_copy(t, i, to, i, from, cnt);
+}
+
+/* ------------------------------------------------------------------ inner entries */
+
+static void inner_open(Inner *N, int32_t pos) {
+    int32_t k = N->n - pos;
+    if (k > 0) {
+        memmove(&N->sep[pos + 1], &N->sep[pos], k * sizeof(double));
+        memmove(&N->child[pos + 1], &N->child[pos], k * sizeof(int32_t));
+        memmove(&N->agg[pos + 1], &N->agg[pos], k * sizeof(Agg));
+    }
+    N->n++;
+}
+
+static void inner_close(Inner *N, int32_t pos) {
+    int32_t k = N->n - pos - 1;
+    if (k > 0) {
+        memmove(&N->sep[pos], &N->sep[pos + 1], k * sizeof(double));
+        memmove(&N->child[pos], &N->child[pos + 1], k * sizeof(int32_t));
+        memmove(&N->agg[pos], &N->agg[pos + 1], k * sizeof(Agg));
+    }
+    N->n--;
+}
+
+static void inner_copy(Inner *D, int32_t d, Inner *S, int32_t s, int32_t cnt) {
+    memmove(&D->sep[d], &S->sep[s], cnt * sizeof(double));
+    memmove(&D->child[d], &S->child[s], cnt * sizeof(int32_t));
+    memmove(&D->agg[d], &S->agg[s], cnt * sizeof(Agg));
+}
+
+/* ------------------------------------------------------------------ structure */
+
+/* Insert child `c` with separator `sep` at position pos of the inner node at depth
+   `l` of the recorded path; splits upward as needed. Space was reserved. */
+static void inner_insert(CTree *t, int l, int32_t pos, double sep, int32_t c) {
+    for (;;) {
+        int32_t node = t->pnode[l];
+        Inner *N = &t->inners[node];
+        N->dirty = 1;
+        if (N->n < ICAP) {
+            inner_open(N, pos);
+            N->sep[pos] = sep; N->child[pos] = c;
+            return;
+        }
+        /* split: right half to a new node */
+        int32_t r = new_inner(t);
+        N = &t->inners[node];
+        Inner *R = &t->inners[r];
+        int32_t half = (ICAP + 1) / 2; /* after inserting there are ICAP + 1 entries */
+        if (pos < half) {
+            int32_t move = ICAP - (half - 1);
+            inner_copy(R, 0, N, half - 1, move);
+            R->n = move; N->n = half - 1;
+            inner_open(N, pos);
+            N->sep[pos] = sep; N->child[pos] = c;
+        } else {
+            int32_t move = ICAP - half;
+            inner_copy(R, 0, N, half, move);
+            R->n = move; N->n = half;
+            int32_t p = pos - half;
+            inner_open(R, p);
+            R->sep[p] = sep; R->child[p] = c;
+        }
+        R->dirty = 1;
+        double rsep = R->sep[0];
+        if (l == 0) { /* new root */
+            int32_t root = new_inner(t);
+            Inner *T = &t->inners[root];
+            T->n = 2;
+            T->sep[0] = -INFINITY; T->child[0] = node;
+            T->sep[1] = rsep; T->child[1] = r;
+            t->root = root; t->height++;
+            return;
+        }
+        pos = t->pidx[l - 1] + 1; sep = rsep; c = r; l--;
+    }
+}
+
+/* Split the full leaf on the recorded path while inserting key at pos: the new key gets
+   an empty slot (counts 0) in one of the two halves. Appending at the right edge keeps the
+   old leaf full (the new key starts the new one), prepending at the left edge likewise, so
+   sorted input packs leaves fully; otherwise the halves are equal. Space was reserved. */
+static void leaf_split_insert(CTree *t, int32_t leaf, int32_t pos, double key) {
+    int rightmost = 1, leftmost = 1;
+    for (int l = 0; l < t->height; l++) {
+        if (t->pidx[l] != t->inners[t->pnode[l]].n - 1) rightmost = 0;
+        if (t->pidx[l] != 0) leftmost = 0;
+    }
+    int32_t keep = (rightmost && pos == LCAP) ? LCAP : (leftmost && pos == 0) ? 0 : LCAP / 2;
+    int32_t r = new_leaf(t);
+    leaf_copy(t, r, 0, leaf, keep, LCAP - keep);
+    Leaf *L = &t->leaves[leaf], *R = &t->leaves[r];
+    R->n = LCAP - keep; L->n = keep;
+    int left = keep == 0 || (keep < LCAP && pos <= keep);
+    Leaf *D = left ? L : R;
+    int32_t p = left ? pos : pos - keep;
+    leaf_open(t, D, p);
+    D->key[p] = key; D->w1[p] = D->w0[p] = 0.0; D->c1[p] = D->c0[p] = 0;
+    L->dirty = 1; R->dirty = 1;
+    double rsep = R->key[0];
+    if (t->height == 0) {
+        int32_t root = new_inner(t);
+        Inner *T = &t->inners[root];
+        T->n = 2;
+        T->sep[0] = -INFINITY; T->child[0] = leaf;
+        T->sep[1] = rsep; T->child[1] = r;
+        t->root = root; t->height = 1;
+        return;
+    }
+    mark_path(t, leaf);
+    inner_insert(t, t->height - 1, t->pidx[t->height - 1] + 1, rsep, r);
+}
+
+/* Rebalance the underfull node at depth d+1 of the path (child pidx[d] of pnode[d]). */
+static void rebalance(CTree *t, int d) {
+    for (; d >= 0; d--) {
+        int32_t pn = t->pnode[d], i = t->pidx[d];
+        Inner *P = &t->inners[pn];
+        int leafy = d == t->height - 1;
+        int32_t c = P->child[i];
+        int32_t n = leafy ? t->leaves[c].n : t->inners[c].n;
+        int32_t mn = leafy ? LMIN : IMIN;
+        if (n >= mn) return;
+        if (P->n < 2) return; /* only the root can have a single child: handled by the caller */
+        int32_t li = i > 0 ? i - 1 : i, ri = li + 1; /* the pair (li, ri) */
+        int32_t lc = P->child[li], rc = P->child[ri];
+        P->dirty = 1;
+        if (leafy) {
+            Leaf *A = &t->leaves[lc], *B = &t->leaves[rc];
+            int32_t na = A->n, nb = B->n, tot = na + nb;
+            A->dirty = B->dirty = 1;
+            if (tot <= LCAP) { /* merge B into A */
+                leaf_copy(t, lc, na, rc, 0, nb);
+                t->leaves[lc].n = tot;
+                free_leaf(t, rc);
+                inner_close(&t->inners[pn], ri);
+            } else {
+                int32_t want = tot / 2;
+                if (na < want) { /* move B's first (want - na) to A's end */
+                    int32_t k = want - na;
+                    leaf_copy(t, lc, na, rc, 0, k);
+                    t->leaves[lc].n = want;
+                    leaf_shift(t, rc, k, 0, nb - k);
+                    t->leaves[rc].n = nb - k;
+                } else { /* move A's last (na - want) to B's front */
+                    int32_t k = na - want;
+                    leaf_shift(t, rc, 0, k, nb);
+                    leaf_copy(t, rc, 0, lc, want, k);
+                    t->leaves[rc].n = nb + k;
+                    t->leaves[lc].n = want;
+                }
+                t->inners[pn].sep[ri] = t->leaves[rc].key[0];
+            }
+        } else {
+            Inner *A = &t->inners[lc], *B = &t->inners[rc];
+            int32_t na = A->n, nb = B->n, tot = na + nb;
+            A->dirty = B->dirty = 1;
+            if (tot <= ICAP) {
+                inner_copy(A, na, B, 0, nb);
+                A->n = tot;
+                free_inner(t, rc);
+                inner_close(&t->inners[pn], ri);
+            } else {
+                int32_t want = tot / 2;
+                if (na < want) {
+                    int32_t k = want - na;
+                    inner_copy(A, na, B, 0, k);
+                    A->n = want;
+                    inner_copy(B, 0, B, k, nb - k);
+                    B->n = nb - k;
+                } else {
+                    int32_t k = na - want;
+                    inner_copy(B, k, B, 0, nb);
+                    inner_copy(B, 0, A, want, k);
+                    B->n = nb + k;
+                    A->n = want;
+                }
+                t->inners[pn].sep[ri] = B->sep[0];
+            }
+        }
+    }
+}
+
+static void collapse_root(CTree *t) {
+    while (t->height > 0 && t->inners[t->root].n == 1) {
+        int32_t old = t->root;
+        t->root = t->inners[old].child[0];
+        free_inner(t, old);
+        t->height--;
+    }
+    if (t->height > 0) t->inners[t->root].sep[0] = -INFINITY;
+}
+
+/* Add (dw1, dw0) weight and (dc1, dc0) events at key. dc are small integers (>= -2**32).
+   Returns 0, or -1 with KeyError/ValueError/MemoryError set and the tree unchanged. */
+static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
+    int32_t leaf = descend(t, key);
+    Leaf *L = &t->leaves[leaf];
+    int32_t pos = leaf_pos(L, key);
+    int exists = pos < L->n && L->key[pos] == key;
+    int64_t n1 = exists ? (int64_t)L->c1[pos] + dc1 : dc1;
+    int64_t n0 = exists ? (int64_t)L->c0[pos] + dc0 : dc0;
+    if (n1 < 0 || n0 < 0) {
+        key_error(key);
+        return -1;
+    }
+    if (n1 > UINT32_MAX || n0 > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+        return -1;
+    }
+    if (!exists && n1 + n0 == 0) return 0;
+    if (reserve(t, t->height + 3) < 0) return -1;
+    L = &t->leaves[leaf];
+    if (!exists) {
+        if (L->n == LCAP) {
+            leaf_split_insert(t, leaf, pos, key);
+            leaf = descend(t, key); /* the key has its (empty) slot now */
+            L = &t->leaves[leaf];
+            pos = leaf_pos(L, key);
+        } else {
+            leaf_open(t, L, pos);
+            L->key[pos] = key;
+            L->w1[pos] = L->w0[pos] = 0.0; L->c1[pos] = L->c0[pos] = 0;
+        }
+        t->n_keys++;
+    }
+    if (n1 + n0 == 0) {
+        leaf_close(t, L, pos);
+        t->n_keys--;
+        mark_path(t, leaf);
+        if (t->height > 0 && L->n < LMIN) {
+            rebalance(t, t->height - 1);
+            collapse_root(t);
+        }
+        return 0;
+    }
+    double h1 = L->w1[pos], h0 = L->w0[pos], l1, l0;
+    leaf_lo_get(t, L, pos, &l1, &l0);
+    if (n1 == 0) { h1 = 0.0; l1 = 0.0; } else if (dw1 != 0.0) dd_add(&h1, &l1, dw1);
+    if (n0 == 0) { h0 = 0.0; l0 = 0.0; } else if (dw0 != 0.0) dd_add(&h0, &l0, dw0);
+    L->w1[pos] = h1; L->w0[pos] = h0;
+    L->c1[pos] = (uint32_t)n1; L->c0[pos] = (uint32_t)n0;
+    leaf_lo_set(t, L, pos, l1, l0);
+    mark_path(t, leaf);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ ring */
+
+static int ring_grow(CTree *t, Py_ssize_t need) {
+    if (need <= t->qcap) return 0;
+    Py_ssize_t cap = t->qcap ? t->qcap : 64;
+    while (cap < need) cap *= 2;
+    double *s = PyMem_Malloc(cap * sizeof(double)), *w = PyMem_Malloc(cap * sizeof(double));
+    double *tt = t->ring == 2 ? PyMem_Malloc(cap * sizeof(double)) : NULL;
+    uint8_t *y = PyMem_Malloc(cap);
+    if (!s || !w || !y || (t->ring == 2 && !tt)) {
+        PyMem_Free(s); PyMem_Free(w); PyMem_Free(tt); PyMem_Free(y);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < t->qsize; k++) {
+        Py_ssize_t j = (t->qhead + k) % t->qcap;
+        s[k] = t->qs[j]; w[k] = t->qw[j]; y[k] = t->qy[j];
+        if (tt) tt[k] = t->qt[j];
+    }
+    PyMem_Free(t->qs); PyMem_Free(t->qw); PyMem_Free(t->qt); PyMem_Free(t->qy);
+    t->qs = s; t->qw = w; t->qt = tt; t->qy = y; t->qcap = cap; t->qhead = 0;
+    return 0;
+}
+
+static inline void ring_put(CTree *t, double s, int y, double w, double tm) {
+    Py_ssize_t j = t->qhead + t->qsize;
+    if (j >= t->qcap) j -= t->qcap;
+    t->qs[j] = s; t->qy[j] = (uint8_t)y; t->qw[j] = w;
+    if (t->qt) t->qt[j] = tm;
+    t->qsize++;
+}
+
+/* Pop the oldest record and remove it from the tree (unless cancelled). */
+static int ring_expire_one(CTree *t) {
+    Py_ssize_t j = t->qhead;
+    double s = t->qs[j], w = t->qw[j];
+    int y = t->qy[j];
+    if (y != CANCELLED) {
+        if (upsert(t, s, y ? -w : 0.0, y ? 0.0 : -w, y ? -1 : 0, y ? 0 : -1) < 0) return -1;
+    }
+    t->qhead = j + 1 == t->qcap ? 0 : j + 1;
+    t->qsize--;
+    return 0;
 }
 
 /* ------------------------------------------------------------------ Python type */
 
-static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
-    double a, b;
-    Py_ssize_t load = 0; /* accepted for signature compatibility, unused */
-    static char *kwlist[] = {"pos_coef", "neg_coef", "load", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "dd|n", kwlist, &a, &b, &load)) return -1;
-    PyMem_Free(self->nodes);
-    self->nodes = NULL; self->cap = self->used = 0;
-    self->free_head = self->root = NIL; self->n_keys = 0; self->ordered = 1; self->base = 0;
-    self->a = a; self->b = b;
-    self->rng = 0x9E3779B97F4A7C15ULL;
+static void reset(CTree *t) {
+    PyMem_Free(t->leaves); PyMem_Free(t->inners); PyMem_Free(t->los);
+    t->leaves = NULL; t->inners = NULL; t->los = NULL;
+    t->lcap = t->lused = t->nleaves = 0; t->lfree = NIL;
+    t->icap = t->iused = t->ninners = 0; t->ifree = NIL;
+    t->ocap = t->oused = t->nlos = 0; t->ofree = NIL;
+    t->n_keys = 0; t->height = 0; t->root = NIL;
+}
+
+static int init_root(CTree *t) {
+    if (reserve(t, 1) < 0) return -1;
+    t->root = new_leaf(t);
+    t->height = 0;
     return 0;
 }
 
+static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
+    double a, b;
+    Py_ssize_t load = 0; /* accepted for signature compatibility, unused */
+    int ring = 0;
+    static char *kwlist[] = {"pos_coef", "neg_coef", "load", "ring", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "dd|ni", kwlist, &a, &b, &load, &ring)) return -1;
+    if (ring < 0 || ring > 2) { PyErr_SetString(PyExc_ValueError, "ring must be 0, 1 or 2"); return -1; }
+    reset(self);
+    PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
+    self->qs = self->qw = self->qt = NULL; self->qy = NULL;
+    self->qhead = self->qsize = self->qcap = 0;
+    self->a = a; self->b = b; self->ring = ring;
+    if (ring && ring_grow(self, 64) < 0) return -1;
+    return init_root(self);
+}
+
 static void CTree_dealloc(CTree *self) {
-    PyMem_Free(self->nodes);
+    reset(self);
+    PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *CTree_upsert(CTree *self, double key, double dw1, double dw0, double dc1, double dc0) {
-    if (reserve(self) < 0) return NULL;
-    self->root = upsert(self, self->root, key, dw1, dw0, dc1, dc0);
-    Py_RETURN_NONE;
+static int parse3(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, const char *sig, double *key,
+                  int *pos, double *w) {
+    if (nargs != want) { PyErr_Format(PyExc_TypeError, "%s", sig); return -1; }
+    *key = PyFloat_AsDouble(args[0]);
+    *pos = PyObject_IsTrue(args[1]);
+    *w = PyFloat_AsDouble(args[2]);
+    if (PyErr_Occurred() || *pos < 0) return -1;
+    return 0;
 }
 
 static PyObject *CTree_add(CTree *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "add(key, is_pos, w)"); return NULL; }
-    double key = PyFloat_AsDouble(args[0]);
-    int pos = PyObject_IsTrue(args[1]);
-    double w = PyFloat_AsDouble(args[2]);
-    if (PyErr_Occurred() || pos < 0) return NULL;
-    return pos ? CTree_upsert(self, key, w, 0.0, 1.0, 0.0) : CTree_upsert(self, key, 0.0, w, 0.0, 1.0);
+    double key, w; int pos;
+    if (parse3(args, nargs, 3, "add(key, is_pos, w)", &key, &pos, &w) < 0) return NULL;
+    if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *CTree_remove(CTree *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "remove(key, is_pos, w)"); return NULL; }
-    double key = PyFloat_AsDouble(args[0]);
-    int pos = PyObject_IsTrue(args[1]);
-    double w = PyFloat_AsDouble(args[2]);
-    if (PyErr_Occurred() || pos < 0) return NULL;
-    return pos ? CTree_upsert(self, key, -w, 0.0, -1.0, 0.0) : CTree_upsert(self, key, 0.0, -w, 0.0, -1.0);
+    double key, w; int pos;
+    if (parse3(args, nargs, 3, "remove(key, is_pos, w)", &key, &pos, &w) < 0) return NULL;
+    if (upsert(self, key, pos ? -w : 0.0, pos ? 0.0 : -w, -pos, -!pos) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* window_push(key, is_pos, w, limit): add the event, queue it, and expire the oldest
+   queued events while more than limit are queued. One call per event. */
+static PyObject *CTree_window_push(CTree *self, PyObject *const *args, Py_ssize_t nargs) {
+    double key, w; int pos;
+    if (parse3(args, nargs, 4, "window_push(key, is_pos, w, limit)", &key, &pos, &w) < 0) return NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    if (self->ring != 1) { PyErr_SetString(PyExc_TypeError, "window_push needs a count ring"); return NULL; }
+    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1) < 0) return NULL;
+    if (reserve(self, 2 * self->height + 8) < 0) return NULL; /* the add and one expiry cannot fail */
+    if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
+    ring_put(self, key, pos, w, 0.0);
+    while (self->qsize > limit)
+        if (ring_expire_one(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* time_push(key, is_pos, w, t, cutoff): add the event at time t (>= every queued time),
+   queue it, and expire queued events with time <= cutoff. */
+static PyObject *CTree_time_push(CTree *self, PyObject *const *args, Py_ssize_t nargs) {
+    double key, w; int pos;
+    if (parse3(args, nargs, 5, "time_push(key, is_pos, w, t, cutoff)", &key, &pos, &w) < 0) return NULL;
+    double tm = PyFloat_AsDouble(args[3]), cutoff = PyFloat_AsDouble(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    if (self->ring != 2) { PyErr_SetString(PyExc_TypeError, "time_push needs a timed ring"); return NULL; }
+    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1) < 0) return NULL;
+    if (reserve(self, 2 * self->height + 8) < 0) return NULL;
+    if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
+    ring_put(self, key, pos, w, tm);
+    while (self->qsize && self->qt[self->qhead] <= cutoff)
+        if (ring_expire_one(self) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *CTree_expire_until(CTree *self, PyObject *arg) {
+    double cutoff = PyFloat_AsDouble(arg);
+    if (cutoff == -1.0 && PyErr_Occurred()) return NULL;
+    if (self->ring != 2) { PyErr_SetString(PyExc_TypeError, "expire_until needs a timed ring"); return NULL; }
+    while (self->qsize && self->qt[self->qhead] <= cutoff)
+        if (ring_expire_one(self) < 0) return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *CTree_held_at(CTree *self, PyObject *arg) {
     double key = PyFloat_AsDouble(arg);
     if (key == -1.0 && PyErr_Occurred()) return NULL;
-    int32_t i = self->root;
-    while (i != NIL) {
-        Node *n = &self->nodes[i];
-        if (key < n->key) i = n->left;
-        else if (key > n->key) i = n->right;
-        else return Py_BuildValue("(dddd)", n->w1, n->w0, n->c1, n->c0);
+    int32_t leaf = descend(self, key);
+    Leaf *L = &self->leaves[leaf];
+    int32_t pos = leaf_pos(L, key);
+    if (pos < L->n && L->key[pos] == key)
+        return Py_BuildValue("(ddII)", L->w1[pos], L->w0[pos], (unsigned int)L->c1[pos], (unsigned int)L->c0[pos]);
+    Py_RETURN_NONE;
+}
+
+/* held_at_exact(key) -> (w1_hi, w1_lo, w0_hi, w0_lo) or None */
+static PyObject *CTree_held_at_exact(CTree *self, PyObject *arg) {
+    double key = PyFloat_AsDouble(arg);
+    if (key == -1.0 && PyErr_Occurred()) return NULL;
+    int32_t leaf = descend(self, key);
+    Leaf *L = &self->leaves[leaf];
+    int32_t pos = leaf_pos(L, key);
+    if (pos < L->n && L->key[pos] == key) {
+        double l1, l0;
+        leaf_lo_get(self, L, pos, &l1, &l0);
+        return Py_BuildValue("(dddd)", L->w1[pos], l1, L->w0[pos], l0);
     }
     Py_RETURN_NONE;
 }
 
 static PyObject *CTree_best(CTree *self, PyObject *Py_UNUSED(ignored)) {
-    if (self->root != NIL) {
-        Node *r = &self->nodes[self->root];
-        if (r->minp < 0.0) return Py_BuildValue("(dd)", r->minp, self->nodes[r->arg].key);
-    }
+    clean(self);
+    if (self->n_keys && self->top.minp < 0.0) return Py_BuildValue("(dd)", self->top.minp, self->top.argk);
     return Py_BuildValue("(dd)", 0.0, -INFINITY);
 }
 
 static PyObject *CTree_threshold(CTree *self, PyObject *Py_UNUSED(ignored)) {
-    if (self->root != NIL) {
-        Node *r = &self->nodes[self->root];
-        if (r->minp < 0.0) return PyFloat_FromDouble(self->nodes[r->arg].key);
-    }
-    return PyFloat_FromDouble(-INFINITY);
+    if (self->n_keys == 0) Py_RETURN_NONE;
+    clean(self);
+    return PyFloat_FromDouble(self->top.minp < 0.0 ? self->top.argk : -INFINITY);
+}
+
+/* cost() -> b * W0 + min(0, min prefix): the empirical cost at the threshold; None when empty */
+static PyObject *CTree_cost(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->n_keys == 0) Py_RETURN_NONE;
+    clean(self);
+    double m = self->top.minp < 0.0 ? self->top.minp : 0.0;
+    return PyFloat_FromDouble(self->b * self->top.w0 + m);
+}
+
+/* totals() -> (W1, W0, C1, C0) over every key */
+static PyObject *CTree_totals(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    clean(self);
+    if (self->n_keys == 0) return Py_BuildValue("(dddd)", 0.0, 0.0, 0.0, 0.0);
+    return Py_BuildValue("(dddd)", self->top.w1, self->top.w0, self->top.c1, self->top.c0);
+}
+
+static PyObject *CTree_n_events(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    clean(self);
+    if (self->n_keys == 0) return PyLong_FromLong(0);
+    return PyLong_FromDouble(self->top.c1 + self->top.c0);
+}
+
+static void refresh_all(CTree *t, int32_t node, int level) {
+    if (level == 0) { t->leaves[node].dirty = 1; return; }
+    Inner *N = &t->inners[node];
+    N->dirty = 1;
+    for (int32_t i = 0; i < N->n; i++) refresh_all(t, t->inners[node].child[i], level - 1);
 }
 
 static PyObject *CTree_set_coefs(CTree *self, PyObject *args) {
@@ -245,101 +827,161 @@ static PyObject *CTree_set_coefs(CTree *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "dd", &a, &b)) return NULL;
     if (a != self->a || b != self->b) {
         self->a = a; self->b = b;
-        repull_all(self, self->root);
+        refresh_all(self, self->root, self->height);
     }
     Py_RETURN_NONE;
 }
 
-/* ---- bulk merge: for batches that are large next to the tree ---- */
+/* ---- walking all keys in order (a loop with an explicit stack) ---- */
 
-static void collect(CTree *t, int32_t i, Node *out, Py_ssize_t *q) {
-    while (i != NIL) {
-        Node *n = &t->nodes[i];
-        collect(t, n->left, out, q);
-        out[(*q)++] = *n;
-        i = n->right;
+typedef struct {
+    CTree *t;
+    int32_t stack_node[MAXH], stack_idx[MAXH];
+    int depth;
+    int32_t leaf;
+} Walk;
+
+static int32_t walk_first(Walk *wk, CTree *t) {
+    wk->t = t; wk->depth = 0;
+    int32_t node = t->root;
+    for (int l = 0; l < t->height; l++) {
+        wk->stack_node[l] = node; wk->stack_idx[l] = 0;
+        node = t->inners[node].child[0];
     }
+    wk->depth = t->height;
+    wk->leaf = node;
+    return node;
 }
 
-/* Balanced tree over out[lo, hi) (sorted); priorities fall with depth so the shape is a
-   valid treap, randomised within each depth band so later inserts mix in. */
-static int32_t build(CTree *t, int32_t lo, int32_t hi, int depth) {
-    if (lo >= hi) return NIL;
-    int32_t mid = lo + (hi - lo) / 2;
-    Node *n = &t->nodes[mid];
-    uint32_t band = depth < 31 ? (0x80000000u >> depth) : 1u;
-    n->prio = band + (next_prio(t) & (band - 1));
-    n->left = build(t, lo, mid, depth + 1);
-    n->right = build(t, mid + 1, hi, depth + 1);
-    pull(t, mid);
-    return mid;
+static int32_t walk_next(Walk *wk) {
+    CTree *t = wk->t;
+    int l = wk->depth - 1;
+    while (l >= 0 && wk->stack_idx[l] + 1 >= t->inners[wk->stack_node[l]].n) l--;
+    if (l < 0) return NIL;
+    wk->stack_idx[l]++;
+    int32_t node = t->inners[wk->stack_node[l]].child[wk->stack_idx[l]];
+    for (int k = l + 1; k < wk->depth; k++) {
+        wk->stack_node[k] = node; wk->stack_idx[k] = 0;
+        node = t->inners[node].child[0];
+    }
+    wk->leaf = node;
+    return node;
 }
 
-/* Merge the sorted deltas into the in-order node array and rebuild: O(n + m) with
-   sequential memory access, versus m random O(log n) descents. The arena is kept in
-   key order after a rebuild (``ordered``, nodes at [base, base + n)), so the merge runs
-   in place, back to front, ending at base + n + m; the result starts wherever it ends
-   up and becomes the new base. The block drifts up by about m per batch and is moved
-   back to 0 only when it reaches the end of the arena, which is sized to leave room
-   for several batches: one memmove every few batches instead of one per batch. */
-static int merge_rebuild(CTree *t, const double *k, const double *a1, const double *a0, const double *c1,
-                         const double *c0, Py_ssize_t m) {
-    Py_ssize_t n = t->n_keys, q = 0;
-    if (n + m + 1 > INT32_MAX / 2) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
-    if (!t->ordered) {
-        Node *tmp = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Node));
-        if (!tmp) { PyErr_NoMemory(); return -1; }
-        collect(t, t->root, tmp, &q);
-        memcpy(t->nodes, tmp, (size_t)n * sizeof(Node));
-        PyMem_Free(tmp);
-        t->base = 0;
-    }
-    Py_ssize_t base = t->base;
-    if (base + n + m > t->cap) {
-        if (n + 5 * m > t->cap) { /* grow, leaving room for several batches */
-            Py_ssize_t slack = 8 * m > (n + m) / 8 ? 8 * m : (n + m) / 8;
-            Py_ssize_t cap = n + m + slack;
-            if (cap > INT32_MAX) cap = INT32_MAX;
-            Node *ns = PyMem_Realloc(t->nodes, (size_t)cap * sizeof(Node));
-            if (!ns) { PyErr_NoMemory(); return -1; }
-            t->nodes = ns; t->cap = (int32_t)cap;
+/* export() -> bytes of 5 x n_keys float64: rows key, w1, w0, c1, c0 in key order */
+static PyObject *CTree_export(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    Py_ssize_t n = self->n_keys, q = 0;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, 5 * n * (Py_ssize_t)sizeof(double));
+    if (!b) return NULL;
+    double *out = (double *)PyBytes_AS_STRING(b);
+    Walk wk;
+    for (int32_t leaf = walk_first(&wk, self); leaf != NIL; leaf = walk_next(&wk)) {
+        Leaf *L = &self->leaves[leaf];
+        for (int32_t i = 0; i < L->n; i++, q++) {
+            out[q] = L->key[i]; out[n + q] = L->w1[i]; out[2 * n + q] = L->w0[i];
+            out[3 * n + q] = L->c1[i]; out[4 * n + q] = L->c0[i];
         }
-        if (base) memmove(t->nodes, t->nodes + base, (size_t)n * sizeof(Node));
-        base = 0;
     }
-    Node *a = t->nodes + base;
-    Py_ssize_t i = n - 1, j = m - 1, w = n + m;
-    while (i >= 0 || j >= 0) {
-        Node nd;
-        if (j < 0 || (i >= 0 && a[i].key > k[j])) {
-            nd = a[i--];
-        } else {
-            if (i >= 0 && a[i].key == k[j]) {
-                nd = a[i--];
-            } else {
-                memset(&nd, 0, sizeof(Node));
-                nd.key = k[j];
+    return b;
+}
+
+/* export_lo() -> bytes of 2 x n_keys float64: the double-double low parts of w1, w0 */
+static PyObject *CTree_export_lo(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    Py_ssize_t n = self->n_keys, q = 0;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, 2 * n * (Py_ssize_t)sizeof(double));
+    if (!b) return NULL;
+    double *out = (double *)PyBytes_AS_STRING(b);
+    Walk wk;
+    for (int32_t leaf = walk_first(&wk, self); leaf != NIL; leaf = walk_next(&wk)) {
+        Leaf *L = &self->leaves[leaf];
+        for (int32_t i = 0; i < L->n; i++, q++) {
+            double l1, l0;
+            leaf_lo_get(self, L, i, &l1, &l0);
+            out[q] = l1; out[n + q] = l0;
+        }
+    }
+    return b;
+}
+
+/* ---- bulk changes ---- */
+
+/* Rebuild from sorted arrays (key, w1 hi/lo, w0 hi/lo, c1, c0) of n distinct keys. */
+static int build_from(CTree *t, const double *k, const double *h1, const double *l1, const double *h0,
+                      const double *l0, const double *c1, const double *c0, Py_ssize_t n) {
+    const int32_t FILL = LCAP * 7 / 8;
+    Py_ssize_t nl = n ? (n + FILL - 1) / FILL : 1;
+    if (nl > INT32_MAX / 4) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
+    /* allocate fresh arenas first (the old tree stays valid on failure) */
+    Leaf *leaves = PyMem_Malloc((size_t)(nl + 16) * sizeof(Leaf));
+    Py_ssize_t ni_max = nl / (IMIN) + 8 * MAXH + 16;
+    Inner *inners = PyMem_Malloc((size_t)ni_max * sizeof(Inner));
+    int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
+    double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
+    int nlo = 0;
+    for (Py_ssize_t i = 0; i < n; i++) nlo += (l1[i] != 0.0 || l0[i] != 0.0);
+    LoBlock *los = PyMem_Malloc((size_t)(nlo + 16) * sizeof(LoBlock));
+    if (!leaves || !inners || !level || !lsep || !los) {
+        PyMem_Free(leaves); PyMem_Free(inners); PyMem_Free(level); PyMem_Free(lsep); PyMem_Free(los);
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyMem_Free(t->leaves); PyMem_Free(t->inners); PyMem_Free(t->los);
+    t->leaves = leaves; t->lcap = (int32_t)(nl + 16); t->lused = 0; t->lfree = NIL; t->nleaves = 0;
+    t->inners = inners; t->icap = (int32_t)ni_max; t->iused = 0; t->ifree = NIL; t->ninners = 0;
+    t->los = los; t->ocap = nlo + 16; t->oused = 0; t->ofree = NIL; t->nlos = 0;
+    /* leaves: spread n keys evenly over nl leaves */
+    Py_ssize_t q = 0;
+    for (Py_ssize_t j = 0; j < nl; j++) {
+        Py_ssize_t cnt = n / nl + (j < n % nl);
+        int32_t li = new_leaf(t);
+        Leaf *L = &t->leaves[li];
+        for (Py_ssize_t i = 0; i < cnt; i++, q++) {
+            L->key[i] = k[q]; L->w1[i] = h1[q]; L->w0[i] = h0[q];
+            L->c1[i] = (uint32_t)c1[q]; L->c0[i] = (uint32_t)c0[q];
+            if (l1[q] != 0.0 || l0[q] != 0.0) {
+                if (L->lo == NIL) L->lo = new_lo(t);
+                t->los[L->lo].w1[i] = l1[q]; t->los[L->lo].w0[i] = l0[q];
             }
-            nd.c1 += c1[j]; nd.c0 += c0[j];
-            nd.w1 = nd.c1 > 0 ? nd.w1 + a1[j] : 0.0;
-            nd.w0 = nd.c0 > 0 ? nd.w0 + a0[j] : 0.0;
-            j--;
-            if (nd.c1 + nd.c0 <= 0) continue;
         }
-        a[--w] = nd; /* w > i always: the write never overtakes the read */
+        L->n = (int32_t)cnt;
+        level[j] = li; lsep[j] = cnt ? L->key[0] : -INFINITY;
     }
-    Py_ssize_t o = n + m - w, start = base + w, end = base + n + m;
-    t->used = (int32_t)end; t->free_head = NIL; t->n_keys = o; t->base = (int32_t)start;
-    t->root = build(t, (int32_t)start, (int32_t)end, 0);
-    t->ordered = 1;
+    t->n_keys = n;
+    /* inner levels */
+    Py_ssize_t cnt_nodes = nl;
+    int h = 0;
+    const int32_t IFILL = ICAP * 7 / 8;
+    while (cnt_nodes > 1) {
+        Py_ssize_t np_ = (cnt_nodes + IFILL - 1) / IFILL;
+        Py_ssize_t c = 0;
+        for (Py_ssize_t j = 0; j < np_; j++) {
+            Py_ssize_t m = cnt_nodes / np_ + (j < cnt_nodes % np_);
+            int32_t ni = new_inner(t);
+            Inner *N = &t->inners[ni];
+            for (Py_ssize_t i = 0; i < m; i++, c++) { N->sep[i] = lsep[c]; N->child[i] = level[c]; }
+            N->n = (int32_t)m;
+            double s0 = N->sep[0];
+            level[j] = ni; lsep[j] = s0;
+        }
+        cnt_nodes = np_;
+        h++;
+    }
+    t->root = level[0]; t->height = h;
+    if (h > 0) t->inners[t->root].sep[0] = -INFINITY;
+    PyMem_Free(level); PyMem_Free(lsep);
+    refresh_all(t, t->root, t->height);
     return 0;
 }
 
-/* apply_sorted(keys, dw1, dw0, dc1, dc0): five buffers of float64, same length */
+/* apply_events(keys, dw1, dw0, dc1, dc0): per-event (or per-key) deltas sorted by key
+   (keys may repeat); five float64 buffers of one length. Small batches go through
+   upserts; large ones (next to the tree) rebuild it in O(n + m). Validates every
+   count first: on error nothing changes. */
 static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
     Py_buffer bufs[5];
     int got = 0;
     PyObject *res = NULL;
+    double *ex = NULL;
     if (PyTuple_GET_SIZE(args) != 5) { PyErr_SetString(PyExc_TypeError, "apply_sorted takes 5 arrays"); return NULL; }
     for (; got < 5; got++) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &bufs[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
@@ -350,127 +992,352 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
         }
     }
     {
-        Py_ssize_t m = bufs[0].len / 8;
-        double *k = bufs[0].buf, *a1 = bufs[1].buf, *a0 = bufs[2].buf, *c1 = bufs[3].buf, *c0 = bufs[4].buf;
-        if (m > 64 && m * 64 > self->n_keys) {
-            /* a random descent costs ~100x a sequential step once the tree outgrows the cache */
-            if (merge_rebuild(self, k, a1, a0, c1, c0, m) < 0) goto done;
+        Py_ssize_t m = bufs[0].len / 8, n = self->n_keys;
+        double *k = bufs[0].buf, *a1 = bufs[1].buf, *a0 = bufs[2].buf, *d1 = bufs[3].buf, *d0 = bufs[4].buf;
+        for (Py_ssize_t q = 0; q < m; q++) {
+            if (!(k[q] == k[q]) || (q && k[q] < k[q - 1]) || d1[q] != floor(d1[q]) || d0[q] != floor(d0[q]) ||
+                fabs(d1[q]) > 4294967295.0 || fabs(d0[q]) > 4294967295.0) {
+                PyErr_SetString(PyExc_ValueError, "apply_sorted: keys must be sorted, counts integers");
+                goto done;
+            }
+        }
+        if (m > 64 && m * 16 > n) {
+            /* merge the sorted deltas into the sorted export and rebuild: O(n + m) */
+            Py_ssize_t cap = n + m;
+            ex = PyMem_Malloc((size_t)(cap ? cap : 1) * 7 * sizeof(double));
+            if (!ex) { PyErr_NoMemory(); goto done; }
+            double *K = ex, *H1 = ex + cap, *L1 = ex + 2 * cap, *H0 = ex + 3 * cap, *L0 = ex + 4 * cap,
+                   *C1 = ex + 5 * cap, *C0 = ex + 6 * cap;
+            Py_ssize_t o = 0, j = 0;
+            Walk wk;
+            int32_t leaf = walk_first(&wk, self);
+            int32_t i = 0;
+            for (;;) {
+                while (leaf != NIL && i >= self->leaves[leaf].n) { leaf = walk_next(&wk); i = 0; }
+                double tk = leaf != NIL ? self->leaves[leaf].key[i] : INFINITY;
+                int have_tree = leaf != NIL;
+                if (!have_tree && j >= m) break;
+                double key = have_tree && (j >= m || tk <= k[j]) ? tk : k[j];
+                double h1 = 0, l1 = 0, h0 = 0, l0 = 0, c1 = 0, c0 = 0;
+                if (have_tree && tk == key) {
+                    Leaf *L = &self->leaves[leaf];
+                    h1 = L->w1[i]; h0 = L->w0[i]; c1 = L->c1[i]; c0 = L->c0[i];
+                    leaf_lo_get(self, L, i, &l1, &l0);
+                    i++;
+                }
+                for (; j < m && k[j] == key; j++) {
+                    c1 += d1[j]; c0 += d0[j];
+                    if (a1[j] != 0.0) dd_add(&h1, &l1, a1[j]);
+                    if (a0[j] != 0.0) dd_add(&h0, &l0, a0[j]);
+                }
+                if (c1 < 0 || c0 < 0) {
+                    key_error(key);
+                    goto done;
+                }
+                if (c1 > 4294967295.0 || c0 > 4294967295.0) {
+                    PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+                    goto done;
+                }
+                if (c1 + c0 == 0) continue;
+                if (c1 == 0) h1 = l1 = 0.0;
+                if (c0 == 0) h0 = l0 = 0.0;
+                K[o] = key; H1[o] = h1; L1[o] = l1; H0[o] = h0; L0[o] = l0; C1[o] = c1; C0[o] = c0;
+                o++;
+            }
+            if (build_from(self, K, H1, L1, H0, L0, C1, C0, o) < 0) goto done;
         } else {
-            for (Py_ssize_t q = 0; q < m; q++) {
-                if (reserve(self) < 0) goto done;
-                self->root = upsert(self, self->root, k[q], a1[q], a0[q], c1[q], c0[q]);
+            /* check first that no count goes negative (so nothing changes on error) */
+            for (Py_ssize_t q = 0; q < m;) {
+                double c1 = 0, c0 = 0, key = k[q];
+                Py_ssize_t r = q;
+                for (; r < m && k[r] == key; r++) { c1 += d1[r]; c0 += d0[r]; }
+                if (c1 < 0 || c0 < 0) {
+                    int32_t lf = descend(self, key);
+                    Leaf *L = &self->leaves[lf];
+                    int32_t p = leaf_pos(L, key);
+                    int has = p < L->n && L->key[p] == key;
+                    if ((has ? L->c1[p] : 0) + c1 < 0 || (has ? L->c0[p] : 0) + c0 < 0) { key_error(key); goto done; }
+                }
+                q = r;
+            }
+            for (Py_ssize_t q = 0; q < m;) {
+                /* per key: apply additions before removals so counts never dip below zero */
+                Py_ssize_t r = q;
+                while (r < m && k[r] == k[q]) r++;
+                for (int pass = 0; pass < 2; pass++)
+                    for (Py_ssize_t u = q; u < r; u++) {
+                        int neg = d1[u] < 0 || d0[u] < 0;
+                        if (neg != pass) continue;
+                        if (upsert(self, k[u], a1[u], a0[u], (int64_t)d1[u], (int64_t)d0[u]) < 0) goto done;
+                    }
+                q = r;
             }
         }
     }
     res = Py_None; Py_INCREF(res);
 done:
+    PyMem_Free(ex);
     for (int q = 0; q < got; q++) PyBuffer_Release(&bufs[q]);
     return res;
 }
 
-/* In-order walk: sums of (w1, w0, c1, c0) over keys <= key. */
-static void sum_upto(CTree *t, int32_t i, double key, double *acc) {
-    while (i != NIL) {
-        Node *n = &t->nodes[i];
-        if (n->key <= key) {
-            sum_upto(t, n->left, INFINITY, acc);
-            acc[0] += n->w1; acc[1] += n->w0; acc[2] += n->c1; acc[3] += n->c0;
-            i = n->right;
-        } else {
-            i = n->left;
+/* ---- queries on part of the key range ---- */
+
+/* totals_upto(key) -> (w1, w0, c1, c0) summed over keys <= key. O(log n). */
+static PyObject *CTree_totals_upto(CTree *self, PyObject *arg) {
+    double key = PyFloat_AsDouble(arg);
+    if (key == -1.0 && PyErr_Occurred()) return NULL;
+    clean(self);
+    double acc[4] = {0, 0, 0, 0};
+    int32_t node = self->root;
+    for (int l = 0; l < self->height; l++) {
+        Inner *N = &self->inners[node];
+        int32_t i = child_index(N, key);
+        for (int32_t j = 0; j < i; j++) {
+            acc[0] += N->agg[j].w1; acc[1] += N->agg[j].w0; acc[2] += N->agg[j].c1; acc[3] += N->agg[j].c0;
         }
+        node = N->child[i];
     }
+    Leaf *L = &self->leaves[node];
+    for (int32_t i = 0; i < L->n && L->key[i] <= key; i++) {
+        acc[0] += L->w1[i]; acc[1] += L->w0[i]; acc[2] += L->c1[i]; acc[3] += L->c0[i];
+    }
+    return Py_BuildValue("(dddd)", acc[0], acc[1], acc[2], acc[3]);
 }
 
-/* ---- queries restricted to part of the key range (Neyman-Pearson mode) ---- */
-
-static inline double node_val(CTree *t, Node *n) { return t->a * n->w1 - t->b * n->w0; }
-
-/* Minimum over keys k with lo <= k < hi of the prefix sum up to and including k; the
-   subtree at i covers keys in the open interval (L, R) and starts after prefix acc.
-   Visits keys in order and keeps the first minimum (the smallest key on ties). */
-static void range_min(CTree *t, int32_t i, double acc, double L, double R, double lo, double hi,
-                      double *best, double *best_key) {
-    while (i != NIL) {
-        if (R <= lo || L >= hi) return;          /* disjoint */
-        Node *n = &t->nodes[i];
-        if (L >= lo && R <= hi) {                 /* inside: the subtree's own aggregate */
-            double c = acc + n->minp;
-            if (c < *best) { *best = c; *best_key = t->nodes[n->arg].key; }
-            return;
+/* min over keys k in [lo, hi) of the prefix sum up to and including k; the subtree
+   `node` (at `level`) holds keys in [L, R) and starts after prefix acc. Returns the
+   prefix after the subtree. Recursion depth <= height. */
+static double range_min(CTree *t, int32_t node, int level, double acc, double L, double R, double lo, double hi,
+                        double *best, double *bk) {
+    if (level == 0) {
+        Leaf *F = &t->leaves[node];
+        double a = t->a, b = t->b;
+        for (int32_t i = 0; i < F->n; i++) {
+            acc += a * F->w1[i] - b * F->w0[i];
+            if (F->key[i] >= lo && F->key[i] < hi && acc < *best) { *best = acc; *bk = F->key[i]; }
         }
-        double lsum = n->left != NIL ? t->nodes[n->left].sum : 0.0;
-        range_min(t, n->left, acc, L, n->key, lo, hi, best, best_key);
-        acc += lsum + node_val(t, n);
-        if (n->key >= lo && n->key < hi && acc < *best) { *best = acc; *best_key = n->key; }
-        L = n->key;                               /* continue with the right subtree */
-        i = n->right;
+        return acc;
     }
+    Inner *N = &t->inners[node];
+    for (int32_t i = 0; i < N->n; i++) {
+        double cl = i ? N->sep[i] : L, cr = i + 1 < N->n ? N->sep[i + 1] : R;
+        const Agg *g = &t->inners[node].agg[i];
+        if (cr <= lo || cl >= hi) { acc += g->sum; continue; }
+        if (cl >= lo && cr <= hi) {
+            double p = acc + g->minp;
+            if (p < *best) { *best = p; *bk = g->argk; }
+            acc += g->sum;
+            continue;
+        }
+        acc = range_min(t, t->inners[node].child[i], level - 1, acc, cl, cr, lo, hi, best, bk);
+    }
+    return acc;
 }
 
 /* range_best(lo, hi) -> (min prefix, key) over keys in [lo, hi); (inf, nan) when none. O(log n). */
 static PyObject *CTree_range_best(CTree *self, PyObject *args) {
     double lo, hi, best = INFINITY, key = NAN;
     if (!PyArg_ParseTuple(args, "dd", &lo, &hi)) return NULL;
-    range_min(self, self->root, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
+    clean(self);
+    if (self->n_keys) range_min(self, self->root, self->height, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
     return Py_BuildValue("(dd)", best, key);
 }
 
-/* first_at_least(target) -> the smallest key whose prefix sum reaches target (inf when none).
-   Meant for trees whose values are non-negative (counts), where prefix sums only grow. O(log n). */
-static PyObject *CTree_first_at_least(CTree *self, PyObject *arg) {
-    double target = PyFloat_AsDouble(arg);
-    if (target == -1.0 && PyErr_Occurred()) return NULL;
+/* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
+   reaches k (>= 1); inf when it never does. O(log n). */
+static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
+    int cls;
+    double k;
+    if (!PyArg_ParseTuple(args, "id", &cls, &k)) return NULL;
+    clean(self);
     double acc = 0.0;
-    int32_t i = self->root;
-    while (i != NIL) {
-        Node *n = &self->nodes[i];
-        double lsum = n->left != NIL ? self->nodes[n->left].sum : 0.0;
-        if (n->left != NIL && acc + lsum >= target) { i = n->left; continue; }
-        acc += lsum + node_val(self, n);
-        if (acc >= target) return PyFloat_FromDouble(n->key);
-        i = n->right;
+    int32_t node = self->root;
+    if (self->n_keys == 0) return PyFloat_FromDouble(INFINITY);
+    for (int l = 0; l < self->height; l++) {
+        Inner *N = &self->inners[node];
+        int32_t i = 0;
+        for (; i < N->n; i++) {
+            double c = cls ? N->agg[i].c1 : N->agg[i].c0;
+            if (acc + c >= k) break;
+            acc += c;
+        }
+        if (i == N->n) return PyFloat_FromDouble(INFINITY);
+        node = N->child[i];
+    }
+    Leaf *L = &self->leaves[node];
+    for (int32_t i = 0; i < L->n; i++) {
+        acc += cls ? L->c1[i] : L->c0[i];
+        if (acc >= k) return PyFloat_FromDouble(L->key[i]);
     }
     return PyFloat_FromDouble(INFINITY);
 }
 
-/* total() -> the sum of all values (a * W1 - b * W0). O(1). */
-static PyObject *CTree_total(CTree *self, PyObject *Py_UNUSED(ignored)) {
-    return PyFloat_FromDouble(self->root != NIL ? self->nodes[self->root].sum : 0.0);
-}
+/* ---- ring access from Python ---- */
 
-static PyObject *CTree_totals_upto(CTree *self, PyObject *arg) {
-    double key = PyFloat_AsDouble(arg);
-    if (key == -1.0 && PyErr_Occurred()) return NULL;
-    double acc[4] = {0, 0, 0, 0};
-    sum_upto(self, self->root, key, acc);
-    return Py_BuildValue("(dddd)", acc[0], acc[1], acc[2], acc[3]);
-}
+static PyObject *CTree_q_len(CTree *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromSsize_t(self->qsize); }
 
-static void export_walk(CTree *t, int32_t i, double *out, Py_ssize_t n, Py_ssize_t *q) {
-    while (i != NIL) {
-        Node *nd = &t->nodes[i];
-        export_walk(t, nd->left, out, n, q);
-        out[*q] = nd->key; out[n + *q] = nd->w1; out[2 * n + *q] = nd->w0;
-        out[3 * n + *q] = nd->c1; out[4 * n + *q] = nd->c0;
-        (*q)++;
-        i = nd->right;
+static PyObject *CTree_q_push_many(CTree *self, PyObject *args) {
+    /* q_push_many(s, y, w, t): float64, uint8, float64, float64 (t ignored without time) */
+    Py_buffer b[4];
+    int got = 0;
+    PyObject *res = NULL;
+    const char *fmt[4] = {"d", "B", "d", "d"};
+    if (PyTuple_GET_SIZE(args) != 4) { PyErr_SetString(PyExc_TypeError, "q_push_many(s, y, w, t)"); return NULL; }
+    for (; got < 4; got++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &b[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
+        if (strcmp(b[got].format, fmt[got]) != 0 || b[got].len / b[got].itemsize != b[0].len / 8) {
+            PyBuffer_Release(&b[got]);
+            PyErr_SetString(PyExc_TypeError, "q_push_many: float64 s, uint8 y, float64 w, float64 t of one length");
+            goto done;
+        }
     }
+    {
+        Py_ssize_t m = b[0].len / 8;
+        if (ring_grow(self, self->qsize + m) < 0) goto done;
+        double *s = b[0].buf, *w = b[2].buf, *tt = b[3].buf;
+        uint8_t *y = b[1].buf;
+        for (Py_ssize_t q = 0; q < m; q++) ring_put(self, s[q], y[q], w[q], tt[q]);
+    }
+    res = Py_None; Py_INCREF(res);
+done:
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return res;
 }
 
-/* export() -> bytes of 5 x n_keys float64, rows key, w1, w0, c1, c0 in key order */
-static PyObject *CTree_export(CTree *self, PyObject *Py_UNUSED(ignored)) {
-    Py_ssize_t n = self->n_keys, q = 0;
-    PyObject *b = PyBytes_FromStringAndSize(NULL, 5 * n * (Py_ssize_t)sizeof(double));
-    if (!b) return NULL;
-    export_walk(self, self->root, (double *)PyBytes_AS_STRING(b), n, &q);
-    return b;
+/* q_arrays(lo, hi) -> bytes (s, w, t as float64 rows) and bytes (y) of records lo..hi-1, oldest first */
+static PyObject *CTree_q_arrays(CTree *self, PyObject *args) {
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "nn", &lo, &hi)) return NULL;
+    if (lo < 0 || hi > self->qsize || lo > hi) { PyErr_SetString(PyExc_IndexError, "q_arrays range"); return NULL; }
+    Py_ssize_t m = hi - lo;
+    PyObject *f = PyBytes_FromStringAndSize(NULL, 3 * m * (Py_ssize_t)sizeof(double));
+    PyObject *yb = PyBytes_FromStringAndSize(NULL, m);
+    if (!f || !yb) { Py_XDECREF(f); Py_XDECREF(yb); return NULL; }
+    double *o = (double *)PyBytes_AS_STRING(f);
+    uint8_t *oy = (uint8_t *)PyBytes_AS_STRING(yb);
+    for (Py_ssize_t k = 0; k < m; k++) {
+        Py_ssize_t j = (self->qhead + lo + k) % self->qcap;
+        o[k] = self->qs[j]; o[m + k] = self->qw[j]; o[2 * m + k] = self->qt ? self->qt[j] : 0.0;
+        oy[k] = self->qy[j];
+    }
+    PyObject *r = Py_BuildValue("(NN)", f, yb);
+    return r;
+}
+
+/* q_drop(k): forget the k oldest records without touching the tree */
+static PyObject *CTree_q_drop(CTree *self, PyObject *arg) {
+    Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0 || k > self->qsize) { PyErr_SetString(PyExc_IndexError, "q_drop count"); return NULL; }
+    self->qhead = self->qcap ? (self->qhead + k) % self->qcap : 0;
+    self->qsize -= k;
+    Py_RETURN_NONE;
+}
+
+/* q_count_expired(cutoff) -> number of oldest records with time <= cutoff */
+static PyObject *CTree_q_count_expired(CTree *self, PyObject *arg) {
+    double cutoff = PyFloat_AsDouble(arg);
+    if (cutoff == -1.0 && PyErr_Occurred()) return NULL;
+    if (!self->qt) return PyLong_FromLong(0);
+    Py_ssize_t lo = 0, hi = self->qsize;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (self->qt[(self->qhead + mid) % self->qcap] <= cutoff) lo = mid + 1; else hi = mid;
+    }
+    return PyLong_FromSsize_t(lo);
+}
+
+static PyObject *CTree_q_oldest_time(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (!self->qsize || !self->qt) Py_RETURN_NONE;
+    return PyFloat_FromDouble(self->qt[self->qhead]);
+}
+
+/* q_find(s, y, w) -> position (0 = oldest) of the oldest live record equal to it, or -1. O(n). */
+static PyObject *CTree_q_find(CTree *self, PyObject *args) {
+    double s, w;
+    int y;
+    if (!PyArg_ParseTuple(args, "did", &s, &y, &w)) return NULL;
+    for (Py_ssize_t k = 0; k < self->qsize; k++) {
+        Py_ssize_t j = (self->qhead + k) % self->qcap;
+        if (self->qs[j] == s && self->qy[j] == y && self->qw[j] == w) return PyLong_FromSsize_t(k);
+    }
+    return PyLong_FromLong(-1);
+}
+
+static PyObject *CTree_q_time_at(CTree *self, PyObject *arg) {
+    Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0 || k >= self->qsize || !self->qt) { PyErr_SetString(PyExc_IndexError, "q_time_at"); return NULL; }
+    return PyFloat_FromDouble(self->qt[(self->qhead + k) % self->qcap]);
+}
+
+static PyObject *CTree_q_cancel(CTree *self, PyObject *arg) {
+    Py_ssize_t k = PyLong_AsSsize_t(arg);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0 || k >= self->qsize) { PyErr_SetString(PyExc_IndexError, "q_cancel position"); return NULL; }
+    self->qy[(self->qhead + k) % self->qcap] = CANCELLED;
+    Py_RETURN_NONE;
 }
 
 static PyObject *CTree_get_n_keys(CTree *self, void *closure) { return PyLong_FromSsize_t(self->n_keys); }
+static PyObject *CTree_get_height(CTree *self, void *closure) { return PyLong_FromLong(self->height); }
+static PyObject *CTree_get_ring(CTree *self, void *closure) { return PyLong_FromLong(self->ring); }
 
 static PyObject *CTree_nbytes(CTree *self, PyObject *Py_UNUSED(ignored)) {
-    return PyLong_FromSsize_t((Py_ssize_t)self->cap * (Py_ssize_t)sizeof(Node));
+    Py_ssize_t b = (Py_ssize_t)self->lcap * sizeof(Leaf) + (Py_ssize_t)self->icap * sizeof(Inner) +
+                   (Py_ssize_t)self->ocap * sizeof(LoBlock);
+    b += self->qcap * (Py_ssize_t)(2 * sizeof(double) + 1 + (self->qt ? sizeof(double) : 0));
+    return PyLong_FromSsize_t(b);
+}
+
+/* check() -> None: verify every structural invariant (tests); raises AssertionError. O(n). */
+static int check_node(CTree *t, int32_t node, int level, double lo, double hi, int is_root, Agg *out, Py_ssize_t *keys) {
+    if (level == 0) {
+        Leaf *L = &t->leaves[node];
+        /* sorted input leaves the edge leaves short: at most two leaves below LMIN */
+        if (L->n > LCAP || (!is_root && L->n == 0)) return -1;
+        if (!is_root && L->n < LMIN) keys[1]++;
+        for (int32_t i = 0; i < L->n; i++) {
+            if (!(L->key[i] >= lo && L->key[i] < hi)) return -2;
+            if (i && !(L->key[i - 1] < L->key[i])) return -3;
+            if (L->c1[i] + (uint64_t)L->c0[i] == 0) return -4;
+            if ((L->c1[i] == 0 && L->w1[i] != 0.0) || (L->c0[i] == 0 && L->w0[i] != 0.0)) return -5;
+        }
+        keys[0] += L->n;
+        Agg g;
+        leaf_agg(t, L, &g);
+        *out = g;
+        return 0;
+    }
+    Inner *N = &t->inners[node];
+    if (!is_root && (N->n < IMIN || N->n > ICAP)) return -6;
+    if (is_root && N->n < 2) return -7;
+    for (int32_t i = 0; i < N->n; i++) {
+        double cl = i ? N->sep[i] : lo, cr = i + 1 < N->n ? N->sep[i + 1] : hi;
+        if (i && !(N->sep[i] >= lo && N->sep[i] < hi)) return -8;
+        Agg g;
+        int r = check_node(t, t->inners[node].child[i], level - 1, cl, cr, 0, &g, keys);
+        if (r < 0) return r;
+        N = &t->inners[node];
+        Agg *e = &N->agg[i];
+        if (!N->dirty && !(e->sum == g.sum && e->c1 == g.c1 && e->c0 == g.c0 &&
+                           (e->minp == g.minp) && (e->argk == g.argk || (e->argk != e->argk && g.argk != g.argk))))
+            return -9;
+    }
+    inner_agg(N, out);
+    return 0;
+}
+
+static PyObject *CTree_check(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    clean(self);
+    Agg g;
+    Py_ssize_t keys[2] = {0, 0};
+    int r = check_node(self, self->root, self->height, -INFINITY, INFINITY, 1, &g, keys);
+    if (r == 0 && keys[0] != self->n_keys) r = -10;
+    if (r == 0 && keys[1] > 2) r = -11;
+    if (r < 0) { PyErr_Format(PyExc_AssertionError, "tree invariant %d broken", r); return NULL; }
+    Py_RETURN_NONE;
 }
 
 static PyObject *CTree_get_b(CTree *self, void *closure) { return PyFloat_FromDouble(self->b); }
@@ -479,22 +1346,43 @@ static PyObject *CTree_get_a(CTree *self, void *closure) { return PyFloat_FromDo
 static PyMethodDef CTree_methods[] = {
     {"add", (PyCFunction)(void (*)(void))CTree_add, METH_FASTCALL, "add(key, is_pos, w): add one event"},
     {"remove", (PyCFunction)(void (*)(void))CTree_remove, METH_FASTCALL, "remove(key, is_pos, w): remove one held event"},
+    {"window_push", (PyCFunction)(void (*)(void))CTree_window_push, METH_FASTCALL,
+     "window_push(key, is_pos, w, limit): add, queue, expire beyond limit"},
+    {"time_push", (PyCFunction)(void (*)(void))CTree_time_push, METH_FASTCALL,
+     "time_push(key, is_pos, w, t, cutoff): add, queue with time, expire times <= cutoff"},
+    {"expire_until", (PyCFunction)CTree_expire_until, METH_O, "expire_until(cutoff): expire queued times <= cutoff"},
     {"held_at", (PyCFunction)CTree_held_at, METH_O, "held_at(key) -> (w1, w0, c1, c0) or None"},
+    {"held_at_exact", (PyCFunction)CTree_held_at_exact, METH_O, "held_at_exact(key) -> (w1 hi, w1 lo, w0 hi, w0 lo)"},
     {"best", (PyCFunction)CTree_best, METH_NOARGS, "best() -> (min prefix, key or -inf)"},
-    {"threshold", (PyCFunction)CTree_threshold, METH_NOARGS, "threshold() -> key of the minimum prefix, or -inf"},
-    {"set_coefs", (PyCFunction)CTree_set_coefs, METH_VARARGS, "set_coefs(a, b): O(n)"},
+    {"threshold", (PyCFunction)CTree_threshold, METH_NOARGS, "threshold() -> key, -inf, or None when empty"},
+    {"cost", (PyCFunction)CTree_cost, METH_NOARGS, "cost() -> empirical cost at the threshold, None when empty"},
+    {"totals", (PyCFunction)CTree_totals, METH_NOARGS, "totals() -> (W1, W0, C1, C0)"},
+    {"n_events", (PyCFunction)CTree_n_events, METH_NOARGS, "n_events() -> events held"},
+    {"set_coefs", (PyCFunction)CTree_set_coefs, METH_VARARGS, "set_coefs(a, b): O(n) on the next read"},
     {"apply_sorted", (PyCFunction)CTree_apply_sorted, METH_VARARGS, "apply_sorted(keys, dw1, dw0, dc1, dc0)"},
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},
     {"range_best", (PyCFunction)CTree_range_best, METH_VARARGS, "range_best(lo, hi) -> (min prefix, key) over lo <= key < hi"},
-    {"first_at_least", (PyCFunction)CTree_first_at_least, METH_O, "first_at_least(x) -> smallest key with prefix >= x"},
-    {"total", (PyCFunction)CTree_total, METH_NOARGS, "total() -> sum of all values"},
+    {"kth_key", (PyCFunction)CTree_kth_key, METH_VARARGS, "kth_key(cls, k) -> smallest key where class count reaches k"},
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},
-    {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arena"},
+    {"export_lo", (PyCFunction)CTree_export_lo, METH_NOARGS, "export_lo() -> bytes (2 x n float64)"},
+    {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas and the ring"},
+    {"check", (PyCFunction)CTree_check, METH_NOARGS, "check(): verify the invariants (tests)"},
+    {"q_len", (PyCFunction)CTree_q_len, METH_NOARGS, "queued records"},
+    {"q_push_many", (PyCFunction)CTree_q_push_many, METH_VARARGS, "q_push_many(s, y, w, t): queue records"},
+    {"q_arrays", (PyCFunction)CTree_q_arrays, METH_VARARGS, "q_arrays(lo, hi) -> (bytes s|w|t, bytes y)"},
+    {"q_drop", (PyCFunction)CTree_q_drop, METH_O, "q_drop(k): forget the k oldest records"},
+    {"q_count_expired", (PyCFunction)CTree_q_count_expired, METH_O, "q_count_expired(cutoff)"},
+    {"q_oldest_time", (PyCFunction)CTree_q_oldest_time, METH_NOARGS, "time of the oldest record"},
+    {"q_find", (PyCFunction)CTree_q_find, METH_VARARGS, "q_find(s, y, w) -> position or -1"},
+    {"q_time_at", (PyCFunction)CTree_q_time_at, METH_O, "q_time_at(k) -> time of record k"},
+    {"q_cancel", (PyCFunction)CTree_q_cancel, METH_O, "q_cancel(k): mark record k removed"},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef CTree_getset[] = {
     {"n_keys", (getter)CTree_get_n_keys, NULL, "number of distinct keys", NULL},
+    {"height", (getter)CTree_get_height, NULL, "levels of inner nodes above the leaves", NULL},
+    {"ring", (getter)CTree_get_ring, NULL, "0: no expiry ring, 1: count window, 2: time window", NULL},
     {"_a", (getter)CTree_get_a, NULL, "positive coefficient", NULL},
     {"_b", (getter)CTree_get_b, NULL, "negative coefficient", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -503,7 +1391,7 @@ static PyGetSetDef CTree_getset[] = {
 static PyTypeObject CTreeType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "thors_stream._ctree.CTree",
-    .tp_doc = "Treap of distinct scores with O(1) minimum prefix sum (compiled backend).",
+    .tp_doc = "B+-tree of distinct scores with O(1) minimum prefix sum and an expiry ring (compiled backend).",
     .tp_basicsize = sizeof(CTree),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -514,7 +1402,8 @@ static PyTypeObject CTreeType = {
 };
 
 static struct PyModuleDef ctree_module = {
-    PyModuleDef_HEAD_INIT, "_ctree", "Compiled backend of thors_stream's prefix-minimum multiset.", -1, NULL,
+    PyModuleDef_HEAD_INIT, "_ctree", "Compiled core of thors_stream: B+-tree prefix minimum and expiry ring.", -1,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__ctree(void) {
@@ -527,5 +1416,7 @@ PyMODINIT_FUNC PyInit__ctree(void) {
         Py_DECREF(m);
         return NULL;
     }
+    PyModule_AddIntConstant(m, "LEAF_CAPACITY", LCAP);
+    PyModule_AddIntConstant(m, "INNER_CAPACITY", ICAP);
     return m;
 }

@@ -147,6 +147,10 @@ class EventQueue:
             k += int(np.searchsorted(t[: n - first], cutoff, side="right"))
         return k
 
+    def time_at(self, pos: int) -> float:
+        """Time of record ``pos`` (0 = oldest; timed queues only)."""
+        return float(self._t[(self._head + pos) % self._cap])
+
     def find(self, s: float, y: int, w: float) -> int:
         """Position (0 = oldest) of the oldest live record equal to ``(s, y, w)``, or -1. O(n)."""
         if not self._size:

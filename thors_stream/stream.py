@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
-from ._backend import export_rows, make_tree, resolve_backend
-from ._count_index import CountIndexedTree
-from ._queue import CANCELLED, EventQueue
+from ._backend import export_lo, export_rows, load_rows, make_core, resolve_backend
+from ._core import PyCore, queue_of
+from ._queue import CANCELLED
+from ._ledger import WeightLedger
 from ._validation import (
     check_class_prior,
     check_labels,
@@ -153,6 +154,7 @@ class StreamingThors:
     ) -> None:
         self.max_fpr, self.max_fnr, self.confidence = check_np_params(max_fpr, max_fnr, confidence)
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
+        self._plain = not self._np_mode and class_prior is None  # reads need no reweighting
         self._np_cache: tuple[Any, Any] | None = None  # (state key, result or error message)
         self._np_constraints: dict[tuple[Any, ...], Any] = {}  # np_constraint by class counts
         costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
@@ -174,18 +176,43 @@ class StreamingThors:
         self.default_threshold = None if default_threshold is None else check_score(default_threshold)
         self._load = load
         self.backend = resolve_backend(backend)
-        self._tree = make_tree(self.fn_cost, self.fp_cost, self.backend, load, self._count_index())
-        timed = period is not None
-        self._queue = EventQueue(timed, min(window, 1024) if window else 1024) if (window or timed) else None
+        self._ring = 1 if window is not None else (2 if period is not None else 0)
+        self._tree = make_core(self.fn_cost, self.fp_cost, self.backend, load, self._ring)
+        self._queue = queue_of(self._tree)
+        # without a window: the held events of weight != 1, so that revert can verify
+        self._ledger = WeightLedger()
         self._last_t = -math.inf
         # events that arrived with a time earlier than the newest one (late labels),
         # ordered by time: (t, arrival number, score, label, weight)
         self._late: SortedList = SortedList()
         self._arrivals = 0
         self.n_updates = 0  # update calls accepted so far (events seen, held or not)
-        self._n = 0
-        self._w1 = 0.0
-        self._w0 = 0.0
+
+    # the held events' count and class weights, read from the core (no running sums here:
+    # the answer depends only on what is held)
+    @property
+    def _n(self) -> int:
+        return self._tree.n_events()
+
+    @_n.setter
+    def _n(self, value: int) -> None:  # checkpoints restore the core itself; nothing to keep
+        pass
+
+    @property
+    def _w1(self) -> float:
+        return self._tree.totals()[0]
+
+    @_w1.setter
+    def _w1(self, value: float) -> None:
+        pass
+
+    @property
+    def _w0(self) -> float:
+        return self._tree.totals()[1]
+
+    @_w0.setter
+    def _w0(self, value: float) -> None:
+        pass
 
     # ---------------------------------------------------------------- river API
     def update(self, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
@@ -207,121 +234,84 @@ class StreamingThors:
         if self._period_s is None:
             if t is not None:
                 _seconds(t, "t")  # validated, not used without a period
-            # ---- hot path: no time window
-            self.n_updates += 1
-            tree = self._tree
-            tree.add(s, pos, w)
-            self._n += 1
-            if pos:
-                self._w1 += w
+            # ---- hot path: one call into the core adds, queues and expires
+            if self.window is not None:
+                self._tree.window_push(s, pos, w, self.window)
             else:
-                self._w0 += w
-            queue = self._queue
-            if queue is not None:
-                old = queue.push_evict(s, pos, w, self.window)
-                while old is not None:  # the event that left the count window
-                    if old[1] != CANCELLED:
-                        tree.remove(old[0], old[1], old[2])
-                        self._forget(old[1], old[2])
-                    old = queue.push_evict(0.0, 0, 0.0, self.window, only_evict=True)
+                self._tree.add(s, pos, w)
+                if w != 1.0:
+                    self._ledger.add(s, pos, w)
+            self.n_updates += 1
             return
         if t is None:
             raise ValueError("t (the event time) is required when period is set")
         tf = _seconds(t, "t")
-        self.n_updates += 1
         if tf < self._last_t:
             self._add_late(s, pos, w, tf)
+            self.n_updates += 1
             return
-        self._tree.add(s, pos, w)
-        self._n += 1
-        if pos:
-            self._w1 += w
-        else:
-            self._w0 += w
-        self._queue.push(s, pos, w, tf)  # type: ignore[union-attr]
+        cutoff = tf - self._period_s
+        self._tree.time_push(s, pos, w, tf, cutoff)
         self._last_t = tf
-        self._expire_until(tf - self._period_s)
+        self.n_updates += 1
+        self._expire_late(cutoff)
 
     def _add_late(self, s: float, pos: bool, w: float, tf: float) -> None:
         """An event older than the newest one: held until it falls out of the period."""
         if tf <= self._last_t - self._period_s:  # type: ignore[operator]
             return  # already outside the window: it would expire at once
         self._tree.add(s, pos, w)
-        self._n += 1
-        if pos:
-            self._w1 += w
-        else:
-            self._w0 += w
         self._arrivals += 1
         self._late.add((tf, self._arrivals, s, int(pos), w))
 
-    def _expire_until(self, cutoff: float) -> None:
-        queue, late = self._queue, self._late
-        while len(queue) and queue.oldest_time() <= cutoff:  # type: ignore[arg-type]
-            self._expire_one()
+    def _expire_late(self, cutoff: float) -> None:
+        late = self._late
         while late and late[0][0] <= cutoff:
             _, _, s, y, w = late.pop(0)
-            self._tree.remove(s, y, w)
-            self._forget(y, w)
-
-    def _expire_one(self) -> None:
-        s, y, w = self._queue.pop()  # type: ignore[union-attr]
-        if y == CANCELLED:
-            return
-        self._tree.remove(s, y == 1, w)
-        self._forget(y == 1, w)
-
-    def _forget(self, pos: bool, w: float) -> None:
-        self._n -= 1
-        if self._n == 0:
-            self._w1 = self._w0 = 0.0
-        elif pos:
-            self._w1 -= w
-        else:
-            self._w0 -= w
+            self._tree.remove(s, y == 1, w)
 
     def revert(self, score: float, y: Any, w: float = 1.0) -> None:
         """Remove one held event with this score, label and weight.
 
-        Raises ``KeyError`` (and changes nothing) when no such event is held. Without
-        a window the check is exact for the score and label; for the weight it is
-        exact when one event with that score and label is held, and otherwise checks
-        ``w`` against their total weight. With ``window``/``period`` the event is
-        looked up exactly in the expiry queue (O(n) in numpy) and leaves it now.
-        O(log n + load) without a window.
+        Raises ``KeyError`` (and changes nothing) when no such event is held; the check
+        is exact for the score, the label and the weight. With ``window`` the oldest
+        identical event leaves; with ``period`` the identical event with the earliest
+        time (a late copy if it is older than every queued one). O(log n) without a
+        window; O(n) with one (a scan of the expiry queue).
         """
         s = check_score(score)
         pos = _label(y)
         w = check_weight(w)
-        col = self._tree.held_at(s)
-        if col is None:
-            raise KeyError(f"no held event has score {s!r}")
-        w1, w0, c1, c0 = col
-        count, held_w = (c1, w1) if pos else (c0, w0)
         label = int(pos)
-        if count == 0:
-            raise KeyError(f"no held event has score {s!r} and label {int(pos)}")
+        col = self._tree.held_at(s)
+        if col is None or col[2 + (not pos)] < 1:
+            raise KeyError(f"no held event has score {s!r} and label {label}")
         queue = self._queue
-        qpos = lpos = -1
-        if queue is not None:
-            qpos = queue.find(s, label, w)
-            if qpos < 0:
-                lpos = next((i for i, e in enumerate(self._late) if e[2:] == (s, label, w)), -1)
-                if lpos < 0:
-                    raise KeyError(f"no held event has score {s!r}, label {label} and weight {w!r}")
-        elif (count == 1 and not math.isclose(held_w, w, rel_tol=1e-9)) or w > held_w * (1 + 1e-9):
-            raise KeyError(
-                f"no held event has score {s!r}, label {label} and weight {w!r} "
-                f"(held at this score and label: {int(count)} event(s) of total weight {held_w!r})"
-            )
-        if count == 1:
-            w = held_w  # remove exactly what is held (float drift)
+        if queue is None:
+            unit_held = col[2 + (not pos)] - self._ledger.count_at(s, label)
+            if not (self._ledger.holds(s, label, w) if w != 1.0 else unit_held >= 1):
+                raise KeyError(self._not_held(s, label, w, col))
+            self._tree.remove(s, pos, w)
+            if w != 1.0:
+                self._ledger.remove(s, label, w)
+            return
+        qpos = queue.find(s, label, w)
+        lpos = next((i for i, e in enumerate(self._late) if e[2:] == (s, label, w)), -1)
+        if qpos < 0 and lpos < 0:
+            raise KeyError(self._not_held(s, label, w, col))
+        if lpos >= 0 and (qpos < 0 or self._late[lpos][0] < queue.time_at(qpos)):
+            qpos = -1  # the late copy is the older one
         self._tree.remove(s, pos, w)
-        self._forget(pos, w)
         if qpos >= 0:
-            queue.cancel(qpos)  # type: ignore[union-attr]
-        elif lpos >= 0:
+            queue.cancel(qpos)
+        else:
             del self._late[lpos]
+
+    @staticmethod
+    def _not_held(s: float, label: int, w: float, col: tuple[float, ...]) -> str:
+        held_w, count = (col[0], col[2]) if label else (col[1], col[3])
+        return (f"no held event has score {s!r}, label {label} and weight {w!r} "
+                f"(held at this score and label: {int(count)} event(s) of total weight {held_w!r})")
 
     def get(self) -> float | None:
         """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
@@ -332,34 +322,29 @@ class StreamingThors:
         :class:`~thors_stream.neyman_pearson.NPInfeasibleError` while no threshold meets
         the constraint (too few events of a constrained class held).
         """
+        if self._plain:
+            return self._tree.threshold()  # None when nothing is held
         if not self._n:
             return None
         if self._np_mode:
             return self._np_best()[1] if self._np_indexed() else self._np_result().threshold
-        if self.class_prior is None:
-            return self._tree.threshold()
         return self._best()[1]
 
-    def _count_index(self) -> tuple[bool, bool]:
-        """Which per-class count indexes the tree keeps (Neyman-Pearson mode): (negatives, positives)."""
-        return (self.max_fpr is not None, self.max_fnr is not None)
-
     def _np_indexed(self) -> bool:
-        return isinstance(self._tree, CountIndexedTree)
+        """Whether the core answers rank and range queries in O(log n) (the compiled one)."""
+        return not isinstance(self._tree, PyCore)
 
     def _np_best(self) -> tuple[float, float]:
         """Neyman-Pearson ``(min prefix, threshold)`` for the held events in O(log n): the
-        count indexes give the admissible key range, a range query its cheapest key.
-        Compiled backend only (see :meth:`_np_indexed`)."""
+        class counts aggregated in the tree give the admissible key range (a rank query),
+        a range query its cheapest key. Compiled backend only (see :meth:`_np_indexed`)."""
         tree = self._tree
-        neg, pos = tree.neg, tree.pos
-        count0 = int(neg.total()) if neg is not None else self._n - int(pos.total())
-        count1 = self._n - count0
-        con = self._np_constraint(count0, count1)
-        lo = neg.first_at_least(float(con.min_count0)) if con.min_count0 > 0 else -math.inf
-        hi = pos.first_at_least(float(con.max_count1 + 1)) if pos is not None else math.inf
+        w1, w0, c1, c0 = tree.totals()
+        con = self._np_constraint(int(c0), int(c1))
+        lo = tree.kth_key(0, float(con.min_count0)) if con.min_count0 > 0 else -math.inf
+        hi = tree.kth_key(1, float(con.max_count1 + 1)) if self.max_fnr is not None else math.inf
         if self.class_prior is not None:
-            a, b = class_coefficients(self.fn_cost, self.fp_cost, self._w0, self._w1, self.class_prior)
+            a, b = class_coefficients(self.fn_cost, self.fp_cost, w0, w1, self.class_prior)
             tree.set_coefs(a, b)
         best, key = (0.0, -math.inf) if con.min_count0 == 0 else (math.inf, math.nan)
         m, k = tree.range_best(lo, hi)
@@ -408,6 +393,8 @@ class StreamingThors:
     @property
     def cost(self) -> float | None:
         """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
+        if self._plain:
+            return self._tree.cost()
         if self._n == 0:
             return None
         if self._np_mode:
@@ -439,10 +426,10 @@ class StreamingThors:
     def result(self) -> ThresholdResult | None:
         """A :class:`ThresholdResult` for the held events (``None`` when empty).
 
-        O(n / load + load) with the numpy backend; O(n) with the compiled one, whose nodes
-        aggregate only the cost, not the class totals below a key (``get()`` and ``cost`` stay
-        O(1)). In Neyman-Pearson mode, O(n) after a change, O(1) when nothing changed
-        (``get()`` and ``cost`` are O(log n) there with the compiled backend).
+        O(log n) with the compiled backend (its inner nodes aggregate the class totals),
+        O(n / load + load) with the numpy one. In Neyman-Pearson mode, O(n) after a change,
+        O(1) when nothing changed (``get()`` and ``cost`` are O(log n) there with the
+        compiled backend).
         """
         if self._n == 0:
             return None
@@ -450,7 +437,7 @@ class StreamingThors:
             return self._np_result()
         _, thr = self._best()
         tree = self._tree
-        n1, n0, c1, c0 = tree.totals_upto(math.inf)
+        n1, n0, c1, c0 = tree.totals()
         k1, k0, ck1, ck0 = tree.totals_upto(thr) if thr != _NEG_INF else (0.0, 0.0, 0, 0)
         a, b = class_coefficients(self.fn_cost, self.fp_cost, n0, n1, self.class_prior)
         return ThresholdResult(
@@ -491,6 +478,11 @@ class StreamingThors:
         w = np.ones(m) if w is None else w
         queue = self._queue
         t = None
+        if ts is not None and self._period_s is None:
+            for v in ts if not isinstance(ts, np.ndarray) else ts.tolist():
+                _seconds(v, "ts")  # validated, not used without a period
+            if len(ts) != m:
+                raise ValueError(f"ts has length {len(ts)} but scores have length {m}")
         if self._period_s is not None:
             if ts is None:
                 raise ValueError("ts (event times) are required when period is set")
@@ -509,74 +501,83 @@ class StreamingThors:
                 return
         if m == 0:
             return
-        ins_s, ins_y, ins_w = s, y, w
-        out: tuple[np.ndarray, ...] | None = None
+        keys, yy, ww, sign = s, y, w, np.ones(m)
         if queue is not None:
             queue.push_many(s, y.astype(np.uint8), w, t)
             if self.window is not None:
                 k = max(0, len(queue) - self.window)
             else:
                 self._last_t = float(t[-1])  # type: ignore[index]
-                k = queue.count_expired(self._last_t - self._period_s)  # type: ignore[operator]
-                late = self._late
-                while late and late[0][0] <= self._last_t - self._period_s:  # type: ignore[operator]
-                    _, _, a, b, c = late.pop(0)
-                    self._tree.remove(a, b, c)
-                    self._forget(b, c)
+                cutoff = self._last_t - self._period_s  # type: ignore[operator]
+                k = queue.count_expired(cutoff)
+                self._expire_late(cutoff)
             if k:
                 out = queue.pop_many(k)
-        keys = ins_s
-        sign = np.ones(m)
-        yy = ins_y
-        ww = ins_w
-        if out is not None:
-            live = out[1] != CANCELLED
-            keys = np.concatenate([ins_s, out[0][live]])
-            yy = np.concatenate([ins_y, out[1][live] == 1])
-            ww = np.concatenate([ins_w, out[2][live]])
-            sign = np.concatenate([sign, -np.ones(int(live.sum()))])
-        order = np.argsort(keys, kind="stable")
-        keys, yy, ww, sign = keys[order], yy[order], ww[order], sign[order]
-        starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-        sw = sign * ww
-        dw1 = np.add.reduceat(np.where(yy, sw, 0.0), starts)
-        dw0 = np.add.reduceat(np.where(yy, 0.0, sw), starts)
-        dc1 = np.add.reduceat(np.where(yy, sign, 0.0), starts)
-        dc0 = np.add.reduceat(np.where(yy, 0.0, sign), starts)
-        self._tree.apply_sorted(keys[starts], dw1, dw0, dc1, dc0)
-        self._n += int(sign.sum())
-        self.n_updates += m
-        if self._n == 0:
-            self._w1 = self._w0 = 0.0
+                live = out[1] != CANCELLED
+                keys = np.concatenate([s, out[0][live]])
+                yy = np.concatenate([y, out[1][live] == 1])
+                ww = np.concatenate([w, out[2][live]])
+                sign = np.concatenate([sign, -np.ones(int(live.sum()))])
         else:
-            self._w1 += float(dw1.sum())
-            self._w0 += float(dw0.sum())
+            self._ledger.add_many(s, y, w)
+        # one row per event, sorted by score: the core adds each weight exactly
+        order = np.argsort(keys, kind="stable")
+        keys, yy, sw, sign = keys[order], yy[order], (sign * ww)[order], sign[order]
+        zero = np.zeros(keys.shape[0])
+        self._tree.apply_sorted(np.ascontiguousarray(keys), np.where(yy, sw, zero), np.where(yy, zero, sw),
+                                np.where(yy, sign, zero), np.where(yy, zero, sign))
+        self.n_updates += m
 
     # ---------------------------------------------------------------- inspection
     def held(self) -> tuple[np.ndarray, ...]:
         """The held events aggregated by score: arrays ``(score, w1, w0, count1, count0)``. O(n)."""
         return tuple(export_rows(self._tree))
 
+    def _core_arrays(self) -> dict[str, Any]:
+        """What the core holds, as arrays: per-score rows, their double-double low parts
+        and the expiry queue's records (oldest first)."""
+        return {
+            "rows": export_rows(self._tree), "lo": export_lo(self._tree),
+            "queue": self._queue.arrays() if self._queue is not None else None,
+        }
+
+    def _restore_core(self, a: float, b: float, rows: np.ndarray, lo: np.ndarray | None,
+                      queue: tuple[np.ndarray, ...] | None) -> None:
+        """Replace the core by one holding ``rows`` (+ ``lo``) and the queue records."""
+        core = make_core(a, b, self.backend, self._load, self._ring)
+        load_rows(core, rows, lo)
+        q = queue_of(core)
+        if q is not None and queue is not None and queue[0].shape[0]:
+            q.push_many(*queue)
+        self._tree, self._queue = core, q
+
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state["_tree"] = export_rows(self._tree)
+        del state["_tree"], state["_queue"]
+        state["_core"] = self._core_arrays()
         state["_tree_coefs"] = (self._tree._a, self._tree._b)
         state["_np_cache"] = None
         state["_np_constraints"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        rows = state.pop("_tree")
         a, b = state.pop("_tree_coefs")
+        core = state.pop("_core", None)
+        if core is None:  # a pickle from before the B+-tree core
+            queue = state.pop("_queue", None)
+            core = {"rows": state.pop("_tree"), "lo": None, "queue": queue.arrays() if queue is not None else None}
+            for name in ("_n", "_w1", "_w0"):
+                state.pop(name, None)
         for name, default in (("max_fpr", None), ("max_fnr", None), ("confidence", 0.95), ("_np_cache", None),
                               ("_np_constraints", {})):
             state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
         self.__dict__.update(state)
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
+        self._plain = not self._np_mode and self.class_prior is None
+        self._ring = 1 if self.window is not None else (2 if self._period_s is not None else 0)
+        self.__dict__.setdefault("_ledger", WeightLedger())
         self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
-        self._tree = make_tree(a, b, self.backend, self._load, self._count_index())
-        if rows.shape[1]:
-            self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
+        self._restore_core(a, b, core["rows"], core["lo"], core["queue"])
 
     # ---------------------------------------------------------------- merging
     def merge(self, other: StreamingThors) -> None:
@@ -616,10 +617,17 @@ class StreamingThors:
             other.__setstate__(self.__getstate__())
         rows = export_rows(other._tree)
         if rows.shape[1]:
-            self._tree.apply_sorted(*(np.ascontiguousarray(r) for r in rows))
-        self._n += other._n
-        self._w1 += other._w1
-        self._w0 += other._w0
+            load_rows(self._tree, rows, export_lo(other._tree))
+        # the weights of the events merged in, so that revert can still verify them
+        if other._queue is None:
+            self._ledger.update(other._ledger)
+        else:
+            s, y, w = other._queue.arrays()[:3]
+            live = y != CANCELLED
+            self._ledger.add_many(s[live], y[live] == 1, w[live])
+            for _, _, ls, ly, lw in other._late:
+                if lw != 1.0:
+                    self._ledger.add(ls, ly, lw)
         self.n_updates += other.n_updates
 
     @classmethod
@@ -662,6 +670,12 @@ class StreamingThors:
         """``(params, state, arrays)`` describing this object for the checkpoint format."""
         rows = export_rows(self._tree)
         arrays = {name: rows[i] for i, name in enumerate(("keys", "w1", "w0", "c1", "c0"))}
+        lo = export_lo(self._tree)
+        if lo.any():  # double-double low parts: only when some per-score sum needs them
+            arrays["w1_lo"], arrays["w0_lo"] = lo[0], lo[1]
+        if len(self._ledger):
+            for name, arr in zip("sywc", self._ledger.arrays()):
+                arrays[f"ledger_{name}"] = arr
         if self._queue is not None:
             q = self._queue.arrays()
             for name, a in zip(("queue_s", "queue_y", "queue_w", "queue_t"), q):
@@ -707,18 +721,21 @@ class StreamingThors:
                      backend=backend, load=params["load"], max_fpr=params.get("max_fpr"),
                      max_fnr=params.get("max_fnr"), confidence=params.get("confidence", 0.95))
             a, b = state["tree_coefs"]
-            st._tree = make_tree(a, b, st.backend, st._load, st._count_index())
             rows = [arrays[k] for k in ("keys", "w1", "w0", "c1", "c0")]
-            if rows[0].shape[0]:
-                st._tree.apply_sorted(*(np.ascontiguousarray(r, dtype=np.float64) for r in rows))
-            if st._queue is not None and arrays["queue_s"].shape[0]:
-                q = [arrays["queue_s"], arrays["queue_y"], arrays["queue_w"]]
-                st._queue.push_many(*q, arrays.get("queue_t") if st._queue.timed else None)
+            lo = np.stack([arrays["w1_lo"], arrays["w0_lo"]]) if "w1_lo" in arrays else None
+            queue = None
+            if st._queue is not None:
+                queue = (arrays["queue_s"], arrays["queue_y"], arrays["queue_w"])
+                if st._queue.timed:
+                    queue += (arrays["queue_t"],)
+            st._restore_core(a, b, np.stack(rows) if rows[0].shape[0] else np.zeros((5, 0)), lo, queue)
+            if "ledger_s" in arrays:
+                for ls, ly, lw, lc in zip(*(arrays[f"ledger_{k}"].tolist() for k in "sywc")):
+                    st._ledger.add(ls, ly, lw, lc)
             st._late.update(
                 zip(arrays["late_t"].tolist(), arrays["late_seq"].tolist(), arrays["late_s"].tolist(),
                     arrays["late_y"].tolist(), arrays["late_w"].tolist())
             )
-            st._n, st._w1, st._w0 = int(state["n"]), float(state["w1"]), float(state["w0"])
             st._last_t, st._arrivals = float(state["last_t"]), int(state["arrivals"])
             st.n_updates = int(state["n_updates"])
         except (KeyError, TypeError, ValueError) as exc:
