@@ -13,8 +13,8 @@ from sortedcontainers import SortedList
 
 from ._backend import export_lo, export_rows, load_rows, make_core, resolve_backend
 from ._core import PyCore, queue_of
-from ._queue import CANCELLED
 from ._ledger import WeightLedger
+from ._queue import CANCELLED
 from ._validation import (
     check_class_prior,
     check_labels,
