@@ -8,6 +8,6 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("thors_stream._ctree", ["thors_stream/_ctree.c"], optional=True, extra_compile_args=["-O2"]),
+        Extension("thors_stream._ctree", ["thors_stream/_ctree.c"], optional=True, extra_compile_args=["-O3"]),
     ]
 )

@@ -61,10 +61,13 @@ class PyCore:
         self.queue = EventQueue(ring == 2, 1024) if ring else None
         self._n = 0
         self._c1 = 0
+        self.n_updates = 0  # update calls accepted (kept here, as in the compiled core)
+        self.version = 0  # raised by every change of the held events
         self._w = [0.0, 0.0, 0.0, 0.0]  # W1 hi, lo, W0 hi, lo
 
     # ---- mutation
     def _count(self, pos: Any, w: float, sign: int) -> None:
+        self.version += 1
         self._n += sign
         w1h, w1l, w0h, w0l = self._w
         if pos:
@@ -123,6 +126,7 @@ class PyCore:
             w1h, w1l = dd_add(w1h, w1l, a)
         for a in dw0[dw0 != 0].tolist():
             w0h, w0l = dd_add(w0h, w0l, a)
+        self.version += 1
         self._n += int(c1.sum() + c0.sum())
         self._c1 += int(c1.sum())
         if not self._c1:

@@ -38,7 +38,7 @@
 
 #define LCAP 32
 #define ICAP 32
-#define LMIN 10 /* a non-root leaf holds >= LMIN keys */
+#define LMIN 10
 #define IMIN 10 /* a non-root inner node holds >= IMIN children */
 #define MAXH 24 /* height bound (far above what 2**31 keys need) */
 #define NIL (-1)
@@ -52,7 +52,7 @@ typedef struct {
     double key[LCAP], w1[LCAP], w0[LCAP];
     uint32_t c1[LCAP], c0[LCAP];
     int32_t n, lo; /* lo: index of the LoBlock or NIL (all lo parts zero) */
-    int32_t dirty, next_free;
+    int32_t next_free, pad;
 } Leaf;
 
 typedef struct {
@@ -63,7 +63,8 @@ typedef struct {
     double sep[ICAP];
     int32_t child[ICAP];
     Agg agg[ICAP];
-    int32_t n, dirty, next_free, pad;
+    uint64_t mask; /* bit i: child i's aggregate is stale */
+    int32_t n, next_free;
 } Inner;
 
 typedef struct {
@@ -77,7 +78,8 @@ typedef struct {
     int32_t root, height; /* height 0: the root is a leaf */
     Py_ssize_t n_keys;
     double a, b;
-    Agg top; /* aggregate of the whole tree (valid when !dirty_root) */
+    Agg top; /* aggregate of the whole tree (valid when !root_dirty) */
+    int root_dirty;
     /* expiry ring */
     int ring; /* 0 none, 1 count window, 2 time window */
     double *qs, *qw, *qt;
@@ -85,13 +87,23 @@ typedef struct {
     Py_ssize_t qhead, qsize, qcap;
     /* path of the last descent */
     int32_t pnode[MAXH], pidx[MAXH];
+    /* fast paths bound by StreamingThors (see bind()) */
+    PyObject *slow_update, *slow_revert, *slow_get, *ledger_at;
+    Py_ssize_t limit;   /* count window size (ring 1) */
+    double wmax;        /* largest weight the fast path accepts */
+    long long n_updates;
+    unsigned long long version; /* raised by every change of the held multiset */
+    /* Neyman-Pearson rank tables: min_count0 per count0, max_count1 per count1 */
+    int np0, np1;
+    Py_ssize_t k0_base, k0_len, m1_base, m1_len;
+    long long *k0_tab, *m1_tab;
 } CTree;
 
 /* ------------------------------------------------------------------ arenas */
 
 static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
     if (*cap >= need) return 0;
-    int64_t nc = *cap ? (int64_t)*cap + *cap / 2 + 8 : 16;
+    int64_t nc = *cap ? (int64_t)*cap + *cap / 4 + 8 : 16; /* 1.25x: at most 20% slack */
     if (nc < need) nc = need;
     if (nc > INT32_MAX / 2) { PyErr_SetString(PyExc_MemoryError, "thors_stream tree: too many nodes"); return -1; }
     void *p = PyMem_Realloc(*arr, (size_t)nc * item);
@@ -119,7 +131,7 @@ static int32_t new_leaf(CTree *t) {
     if (t->lfree != NIL) { i = t->lfree; t->lfree = t->leaves[i].next_free; }
     else i = t->lused++;
     Leaf *L = &t->leaves[i];
-    L->n = 0; L->lo = NIL; L->dirty = 1; L->next_free = NIL;
+    L->n = 0; L->lo = NIL; L->next_free = NIL;
     t->nleaves++;
     return i;
 }
@@ -144,7 +156,7 @@ static int32_t new_inner(CTree *t) {
     if (t->ifree != NIL) { i = t->ifree; t->ifree = t->inners[i].next_free; }
     else i = t->iused++;
     Inner *N = &t->inners[i];
-    N->n = 0; N->dirty = 1; N->next_free = NIL;
+    N->n = 0; N->mask = 0; N->next_free = NIL;
     t->ninners++;
     return i;
 }
@@ -207,43 +219,45 @@ static void inner_agg(Inner *N, Agg *g) {
     g->sum = acc; g->minp = best; g->argk = argk; g->w1 = W1; g->w0 = W0; g->c1 = C1; g->c0 = C0;
 }
 
-/* Recompute the dirty aggregates below node (depth bounded by the height). */
+#define BIT(i) ((uint64_t)1 << (i))
+
+static inline uint64_t bits_below(int32_t pos) { return pos >= 64 ? ~(uint64_t)0 : BIT(pos) - 1; }
+
+/* Recompute the stale aggregates below node (recursion depth = the height, <= MAXH):
+   only the children whose bit is set are visited. */
 static void refresh(CTree *t, int32_t node, int level, Agg *out) {
     if (level == 0) {
-        Leaf *L = &t->leaves[node];
-        leaf_agg(t, L, out);
-        L->dirty = 0;
+        leaf_agg(t, &t->leaves[node], out);
         return;
     }
     Inner *N = &t->inners[node];
-    if (N->dirty) {
-        for (int32_t i = 0; i < N->n; i++) {
-            int32_t c = N->child[i];
-            int d = level == 1 ? t->leaves[c].dirty : t->inners[c].dirty;
-            if (d) refresh(t, c, level - 1, &t->inners[node].agg[i]);
-        }
-        N = &t->inners[node];
-        N->dirty = 0;
+    uint64_t m = N->mask & bits_below(N->n);
+    while (m) {
+        int i = __builtin_ctzll(m);
+        m &= m - 1;
+        refresh(t, N->child[i], level - 1, &N->agg[i]);
     }
+    N->mask = 0;
     inner_agg(N, out);
 }
 
-static int root_dirty(CTree *t) {
-    return t->height == 0 ? t->leaves[t->root].dirty : t->inners[t->root].dirty;
-}
-
 static inline void clean(CTree *t) {
-    if (root_dirty(t)) refresh(t, t->root, t->height, &t->top);
+    if (t->root_dirty) {
+        refresh(t, t->root, t->height, &t->top);
+        t->root_dirty = 0;
+    }
 }
 
-/* Mark every node on the recorded path (levels [0, depth)) and the leaf dirty. */
-static void mark_path(CTree *t, int32_t leaf) {
-    t->leaves[leaf].dirty = 1;
+/* Mark the aggregates on the recorded path stale (stopping where they already are:
+   a stale entry's ancestors are stale too). */
+static inline void mark_path(CTree *t) {
     for (int l = t->height - 1; l >= 0; l--) {
         Inner *N = &t->inners[t->pnode[l]];
-        if (N->dirty) break; /* its ancestors are dirty already */
-        N->dirty = 1;
+        uint64_t bit = BIT(t->pidx[l]);
+        if (N->mask & bit) break;
+        N->mask |= bit;
     }
+    t->root_dirty = 1;
 }
 
 /* ------------------------------------------------------------------ descent */
@@ -362,6 +376,7 @@ static void leaf_shift(CTree *t, int32_t i, int32_t from, int32_t to, int32_t cn
 /* ------------------------------------------------------------------ inner entries */
 
 static void inner_open(Inner *N, int32_t pos) {
+    N->mask = (N->mask & bits_below(pos)) | ((N->mask & ~bits_below(pos)) << 1);
     int32_t k = N->n - pos;
     if (k > 0) {
         memmove(&N->sep[pos + 1], &N->sep[pos], k * sizeof(double));
@@ -372,6 +387,7 @@ static void inner_open(Inner *N, int32_t pos) {
 }
 
 static void inner_close(Inner *N, int32_t pos) {
+    N->mask = (N->mask & bits_below(pos)) | ((N->mask & ~bits_below(pos + 1)) >> 1);
     int32_t k = N->n - pos - 1;
     if (k > 0) {
         memmove(&N->sep[pos], &N->sep[pos + 1], k * sizeof(double));
@@ -382,6 +398,8 @@ static void inner_close(Inner *N, int32_t pos) {
 }
 
 static void inner_copy(Inner *D, int32_t d, Inner *S, int32_t s, int32_t cnt) {
+    uint64_t span = bits_below(cnt), moved = (S->mask >> s) & span;
+    D->mask = (D->mask & ~(span << d)) | (moved << d);
     memmove(&D->sep[d], &S->sep[s], cnt * sizeof(double));
     memmove(&D->child[d], &S->child[s], cnt * sizeof(int32_t));
     memmove(&D->agg[d], &S->agg[s], cnt * sizeof(Agg));
@@ -395,10 +413,10 @@ static void inner_insert(CTree *t, int l, int32_t pos, double sep, int32_t c) {
     for (;;) {
         int32_t node = t->pnode[l];
         Inner *N = &t->inners[node];
-        N->dirty = 1;
         if (N->n < ICAP) {
             inner_open(N, pos);
             N->sep[pos] = sep; N->child[pos] = c;
+            N->mask |= BIT(pos);
             return;
         }
         /* split: right half to a new node */
@@ -412,6 +430,7 @@ static void inner_insert(CTree *t, int l, int32_t pos, double sep, int32_t c) {
             R->n = move; N->n = half - 1;
             inner_open(N, pos);
             N->sep[pos] = sep; N->child[pos] = c;
+            N->mask |= BIT(pos);
         } else {
             int32_t move = ICAP - half;
             inner_copy(R, 0, N, half, move);
@@ -419,8 +438,10 @@ static void inner_insert(CTree *t, int l, int32_t pos, double sep, int32_t c) {
             int32_t p = pos - half;
             inner_open(R, p);
             R->sep[p] = sep; R->child[p] = c;
+            R->mask |= BIT(p);
         }
-        R->dirty = 1;
+        N->mask &= bits_below(N->n);
+        R->mask &= bits_below(R->n);
         double rsep = R->sep[0];
         if (l == 0) { /* new root */
             int32_t root = new_inner(t);
@@ -428,7 +449,9 @@ static void inner_insert(CTree *t, int l, int32_t pos, double sep, int32_t c) {
             T->n = 2;
             T->sep[0] = -INFINITY; T->child[0] = node;
             T->sep[1] = rsep; T->child[1] = r;
+            T->mask = BIT(0) | BIT(1);
             t->root = root; t->height++;
+            t->root_dirty = 1;
             return;
         }
         pos = t->pidx[l - 1] + 1; sep = rsep; c = r; l--;
@@ -455,7 +478,6 @@ static void leaf_split_insert(CTree *t, int32_t leaf, int32_t pos, double key) {
     int32_t p = left ? pos : pos - keep;
     leaf_open(t, D, p);
     D->key[p] = key; D->w1[p] = D->w0[p] = 0.0; D->c1[p] = D->c0[p] = 0;
-    L->dirty = 1; R->dirty = 1;
     double rsep = R->key[0];
     if (t->height == 0) {
         int32_t root = new_inner(t);
@@ -463,11 +485,53 @@ static void leaf_split_insert(CTree *t, int32_t leaf, int32_t pos, double key) {
         T->n = 2;
         T->sep[0] = -INFINITY; T->child[0] = leaf;
         T->sep[1] = rsep; T->child[1] = r;
+        T->mask = BIT(0) | BIT(1);
         t->root = root; t->height = 1;
+        t->root_dirty = 1;
         return;
     }
-    mark_path(t, leaf);
+    mark_path(t);
     inner_insert(t, t->height - 1, t->pidx[t->height - 1] + 1, rsep, r);
+}
+
+/* A full leaf on the recorded path passes keys to a sibling (same parent) with room,
+   instead of splitting: leaves stay fuller (less memory, fewer levels). Returns 1 when
+   it did. Space was reserved. */
+static int leaf_spill(CTree *t, int32_t leaf) {
+    int l = t->height - 1;
+    int32_t pn = t->pnode[l], i = t->pidx[l];
+    Inner *P = &t->inners[pn];
+    if (i > 0) {
+        int32_t sb = P->child[i - 1];
+        int32_t room = LCAP - t->leaves[sb].n;
+        if (room >= 4) {
+            int32_t k = room / 2;
+            leaf_copy(t, sb, t->leaves[sb].n, leaf, 0, k);
+            t->leaves[sb].n += k;
+            leaf_shift(t, leaf, k, 0, LCAP - k);
+            t->leaves[leaf].n = LCAP - k;
+            P->sep[i] = t->leaves[leaf].key[0];
+            mark_path(t); /* first: it stops at an entry already marked */
+            P->mask |= BIT(i - 1) | BIT(i);
+            return 1;
+        }
+    }
+    if (i + 1 < P->n) {
+        int32_t sb = P->child[i + 1];
+        int32_t ns = t->leaves[sb].n, room = LCAP - ns;
+        if (room >= 4) {
+            int32_t k = room / 2;
+            leaf_shift(t, sb, 0, k, ns);
+            leaf_copy(t, sb, 0, leaf, LCAP - k, k);
+            t->leaves[sb].n = ns + k;
+            t->leaves[leaf].n = LCAP - k;
+            P->sep[i + 1] = t->leaves[sb].key[0];
+            mark_path(t);
+            P->mask |= BIT(i) | BIT(i + 1);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* Rebalance the underfull node at depth d+1 of the path (child pidx[d] of pnode[d]). */
@@ -483,11 +547,10 @@ static void rebalance(CTree *t, int d) {
         if (P->n < 2) return; /* only the root can have a single child: handled by the caller */
         int32_t li = i > 0 ? i - 1 : i, ri = li + 1; /* the pair (li, ri) */
         int32_t lc = P->child[li], rc = P->child[ri];
-        P->dirty = 1;
+        P->mask |= BIT(li) | BIT(ri);
         if (leafy) {
             Leaf *A = &t->leaves[lc], *B = &t->leaves[rc];
             int32_t na = A->n, nb = B->n, tot = na + nb;
-            A->dirty = B->dirty = 1;
             if (tot <= LCAP) { /* merge B into A */
                 leaf_copy(t, lc, na, rc, 0, nb);
                 t->leaves[lc].n = tot;
@@ -513,7 +576,6 @@ static void rebalance(CTree *t, int d) {
         } else {
             Inner *A = &t->inners[lc], *B = &t->inners[rc];
             int32_t na = A->n, nb = B->n, tot = na + nb;
-            A->dirty = B->dirty = 1;
             if (tot <= ICAP) {
                 inner_copy(A, na, B, 0, nb);
                 A->n = tot;
@@ -535,7 +597,9 @@ static void rebalance(CTree *t, int d) {
                     A->n = want;
                 }
                 t->inners[pn].sep[ri] = B->sep[0];
+                B->mask &= bits_below(B->n);
             }
+            A->mask &= bits_below(A->n);
         }
     }
 }
@@ -546,6 +610,7 @@ static void collapse_root(CTree *t) {
         t->root = t->inners[old].child[0];
         free_inner(t, old);
         t->height--;
+        t->root_dirty = 1;
     }
     if (t->height > 0) t->inners[t->root].sep[0] = -INFINITY;
 }
@@ -569,8 +634,14 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     }
     if (!exists && n1 + n0 == 0) return 0;
     if (reserve(t, t->height + 3) < 0) return -1;
+    t->version++;
     L = &t->leaves[leaf];
     if (!exists) {
+        if (L->n == LCAP && t->height > 0 && leaf_spill(t, leaf)) {
+            leaf = descend(t, key);
+            L = &t->leaves[leaf];
+            pos = leaf_pos(L, key);
+        }
         if (L->n == LCAP) {
             leaf_split_insert(t, leaf, pos, key);
             leaf = descend(t, key); /* the key has its (empty) slot now */
@@ -586,7 +657,7 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     if (n1 + n0 == 0) {
         leaf_close(t, L, pos);
         t->n_keys--;
-        mark_path(t, leaf);
+        mark_path(t);
         if (t->height > 0 && L->n < LMIN) {
             rebalance(t, t->height - 1);
             collapse_root(t);
@@ -600,16 +671,19 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     L->w1[pos] = h1; L->w0[pos] = h0;
     L->c1[pos] = (uint32_t)n1; L->c0[pos] = (uint32_t)n0;
     leaf_lo_set(t, L, pos, l1, l0);
-    mark_path(t, leaf);
+    mark_path(t);
     return 0;
 }
 
 /* ------------------------------------------------------------------ ring */
 
-static int ring_grow(CTree *t, Py_ssize_t need) {
+/* Grow the ring to hold need records: doubling, but not past hint (a count window's
+   size + 1) unless need is larger. */
+static int ring_grow(CTree *t, Py_ssize_t need, Py_ssize_t hint) {
     if (need <= t->qcap) return 0;
     Py_ssize_t cap = t->qcap ? t->qcap : 64;
     while (cap < need) cap *= 2;
+    if (hint >= need && cap > hint) cap = hint;
     double *s = PyMem_Malloc(cap * sizeof(double)), *w = PyMem_Malloc(cap * sizeof(double));
     double *tt = t->ring == 2 ? PyMem_Malloc(cap * sizeof(double)) : NULL;
     uint8_t *y = PyMem_Malloc(cap);
@@ -679,11 +753,30 @@ static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
     self->qs = self->qw = self->qt = NULL; self->qy = NULL;
     self->qhead = self->qsize = self->qcap = 0;
     self->a = a; self->b = b; self->ring = ring;
-    if (ring && ring_grow(self, 64) < 0) return -1;
+    if (ring && ring_grow(self, 64, 0) < 0) return -1;
     return init_root(self);
 }
 
+static int CTree_traverse(CTree *self, visitproc visit, void *arg) {
+    Py_VISIT(self->slow_update);
+    Py_VISIT(self->slow_revert);
+    Py_VISIT(self->slow_get);
+    Py_VISIT(self->ledger_at);
+    return 0;
+}
+
+static int CTree_clear(CTree *self) {
+    Py_CLEAR(self->slow_update);
+    Py_CLEAR(self->slow_revert);
+    Py_CLEAR(self->slow_get);
+    Py_CLEAR(self->ledger_at);
+    return 0;
+}
+
 static void CTree_dealloc(CTree *self) {
+    PyObject_GC_UnTrack(self);
+    CTree_clear(self);
+    PyMem_Free(self->k0_tab); PyMem_Free(self->m1_tab);
     reset(self);
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -713,6 +806,23 @@ static PyObject *CTree_remove(CTree *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+static int window_push(CTree *self, double key, int pos, double w, Py_ssize_t limit) {
+    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1, limit + 1) < 0) return -1;
+    if (reserve(self, 2 * self->height + 8) < 0) return -1; /* the add and one expiry cannot fail */
+    if (self->qsize >= limit && self->qsize) {
+        /* warm the expiring event's leaf while the new one goes in */
+        double old = self->qs[self->qhead];
+        int32_t lf = descend(self, old);
+        __builtin_prefetch(&self->leaves[lf].key[0]);
+        __builtin_prefetch(&self->leaves[lf].key[LCAP / 2]);
+    }
+    if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return -1;
+    ring_put(self, key, pos, w, 0.0);
+    while (self->qsize > limit)
+        if (ring_expire_one(self) < 0) return -1;
+    return 0;
+}
+
 /* window_push(key, is_pos, w, limit): add the event, queue it, and expire the oldest
    queued events while more than limit are queued. One call per event. */
 static PyObject *CTree_window_push(CTree *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -721,12 +831,106 @@ static PyObject *CTree_window_push(CTree *self, PyObject *const *args, Py_ssize_
     Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
     if (self->ring != 1) { PyErr_SetString(PyExc_TypeError, "window_push needs a count ring"); return NULL; }
-    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1) < 0) return NULL;
-    if (reserve(self, 2 * self->height + 8) < 0) return NULL; /* the add and one expiry cannot fail */
-    if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
-    ring_put(self, key, pos, w, 0.0);
-    while (self->qsize > limit)
-        if (ring_expire_one(self) < 0) return NULL;
+    if (window_push(self, key, pos, w, limit) < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ---- fast paths: StreamingThors binds these as its instance's update/revert/get. They
+   take the common, already-valid arguments (a finite float score, a 0/1/bool label, a
+   float weight) and hand anything else, unchanged, to the Python method, which
+   validates and raises exactly as documented. ---- */
+
+static int fast_label(PyObject *y) {
+    if (y == Py_True) return 1;
+    if (y == Py_False) return 0;
+    if (PyLong_CheckExact(y)) {
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(y, &overflow);
+        if (!overflow && (v == 0 || v == 1)) return (int)v;
+    }
+    return -1;
+}
+
+/* (score, y[, w[, t]]) with keywords w=, t= ; returns 0 when the fast path applies */
+static int fast_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, int allow_t, double *s, int *pos,
+                     PyObject **w, PyObject **t) {
+    *w = NULL; *t = NULL;
+    if (nargs < 2 || nargs > 3 + allow_t) return -1;
+    if (nargs > 2) *w = args[2];
+    if (nargs > 3) *t = args[3];
+    if (kwnames) {
+        Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+        for (Py_ssize_t i = 0; i < nk; i++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, i);
+            if (!*w && PyUnicode_CompareWithASCIIString(name, "w") == 0) *w = args[nargs + i];
+            else if (allow_t && !*t && PyUnicode_CompareWithASCIIString(name, "t") == 0) *t = args[nargs + i];
+            else return -1;
+        }
+    }
+    if (!PyFloat_CheckExact(args[0])) return -1;
+    *s = PyFloat_AS_DOUBLE(args[0]);
+    if (!isfinite(*s)) return -1;
+    *pos = fast_label(args[1]);
+    return *pos < 0 ? -1 : 0;
+}
+
+static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    double s, wv = 1.0;
+    int pos;
+    PyObject *w, *t;
+    if (!self->slow_update) { PyErr_SetString(PyExc_RuntimeError, "fast_update before bind()"); return NULL; }
+    if (self->ring == 2 || fast_args(args, nargs, kwnames, 1, &s, &pos, &w, &t) < 0) goto slow;
+    if (t && t != Py_None) goto slow;
+    if (w) {
+        if (!PyFloat_CheckExact(w)) goto slow;
+        wv = PyFloat_AS_DOUBLE(w);
+        if (!(wv > 0.0 && wv <= self->wmax && isfinite(wv))) goto slow;
+    }
+    if (self->ring == 1) {
+        if (window_push(self, s, pos, wv, self->limit) < 0) return NULL;
+    } else {
+        if (wv != 1.0) goto slow; /* the weight ledger is kept in Python */
+        if (upsert(self, s, pos ? 1.0 : 0.0, pos ? 0.0 : 1.0, pos, !pos) < 0) return NULL;
+    }
+    self->n_updates++;
+    Py_RETURN_NONE;
+slow:
+    return PyObject_Vectorcall(self->slow_update, args, nargs, kwnames);
+}
+
+static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    double s;
+    int pos;
+    PyObject *w, *t;
+    if (!self->slow_revert) { PyErr_SetString(PyExc_RuntimeError, "fast_revert before bind()"); return NULL; }
+    if (self->ring != 0 || fast_args(args, nargs, kwnames, 0, &s, &pos, &w, &t) < 0) goto slow;
+    if (w && !(PyFloat_CheckExact(w) && PyFloat_AS_DOUBLE(w) == 1.0)) goto slow;
+    if (self->ledger_at && PyDict_Size(self->ledger_at) != 0) goto slow;
+    {
+        int32_t lf = descend(self, s);
+        Leaf *L = &self->leaves[lf];
+        int32_t p = leaf_pos(L, s);
+        if (!(p < L->n && L->key[p] == s && (pos ? L->c1[p] : L->c0[p]) >= 1)) goto slow; /* raises */
+    }
+    if (upsert(self, s, pos ? -1.0 : 0.0, pos ? 0.0 : -1.0, -pos, -!pos) < 0) return NULL;
+    Py_RETURN_NONE;
+slow:
+    return PyObject_Vectorcall(self->slow_revert, args, nargs, kwnames);
+}
+
+/* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax) */
+static PyObject *CTree_bind(CTree *self, PyObject *args) {
+    PyObject *u, *r, *g, *led;
+    Py_ssize_t limit;
+    double wmax;
+    if (!PyArg_ParseTuple(args, "OOOOnd", &u, &r, &g, &led, &limit, &wmax)) return NULL;
+    if (led != Py_None && !PyDict_Check(led)) { PyErr_SetString(PyExc_TypeError, "ledger_at must be a dict"); return NULL; }
+    Py_INCREF(u); Py_INCREF(r); Py_INCREF(g);
+    Py_XSETREF(self->slow_update, u);
+    Py_XSETREF(self->slow_revert, r);
+    Py_XSETREF(self->slow_get, g);
+    if (led == Py_None) { Py_CLEAR(self->ledger_at); } else { Py_INCREF(led); Py_XSETREF(self->ledger_at, led); }
+    self->limit = limit; self->wmax = wmax;
     Py_RETURN_NONE;
 }
 
@@ -738,7 +942,7 @@ static PyObject *CTree_time_push(CTree *self, PyObject *const *args, Py_ssize_t 
     double tm = PyFloat_AsDouble(args[3]), cutoff = PyFloat_AsDouble(args[4]);
     if (PyErr_Occurred()) return NULL;
     if (self->ring != 2) { PyErr_SetString(PyExc_TypeError, "time_push needs a timed ring"); return NULL; }
-    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1) < 0) return NULL;
+    if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1, 0) < 0) return NULL;
     if (reserve(self, 2 * self->height + 8) < 0) return NULL;
     if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
     ring_put(self, key, pos, w, tm);
@@ -815,11 +1019,13 @@ static PyObject *CTree_n_events(CTree *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromDouble(self->top.c1 + self->top.c0);
 }
 
+/* Mark every aggregate stale (recursion depth = the height). */
 static void refresh_all(CTree *t, int32_t node, int level) {
-    if (level == 0) { t->leaves[node].dirty = 1; return; }
+    t->root_dirty = 1;
+    if (level == 0) return;
     Inner *N = &t->inners[node];
-    N->dirty = 1;
-    for (int32_t i = 0; i < N->n; i++) refresh_all(t, t->inners[node].child[i], level - 1);
+    N->mask = bits_below(N->n);
+    for (int32_t i = 0; i < N->n; i++) refresh_all(t, N->child[i], level - 1);
 }
 
 static PyObject *CTree_set_coefs(CTree *self, PyObject *args) {
@@ -1045,6 +1251,7 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
                 o++;
             }
             if (build_from(self, K, H1, L1, H0, L0, C1, C0, o) < 0) goto done;
+            self->version++;
         } else {
             /* check first that no count goes negative (so nothing changes on error) */
             for (Py_ssize_t q = 0; q < m;) {
@@ -1144,16 +1351,12 @@ static PyObject *CTree_range_best(CTree *self, PyObject *args) {
     return Py_BuildValue("(dd)", best, key);
 }
 
-/* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
-   reaches k (>= 1); inf when it never does. O(log n). */
-static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
-    int cls;
-    double k;
-    if (!PyArg_ParseTuple(args, "id", &cls, &k)) return NULL;
-    clean(self);
+/* The smallest key at which the running count of class cls (1 or 0) reaches k (>= 1);
+   inf when it never does. O(log n); the aggregates must be clean. */
+static double kth(CTree *self, int cls, double k) {
     double acc = 0.0;
     int32_t node = self->root;
-    if (self->n_keys == 0) return PyFloat_FromDouble(INFINITY);
+    if (self->n_keys == 0) return INFINITY;
     for (int l = 0; l < self->height; l++) {
         Inner *N = &self->inners[node];
         int32_t i = 0;
@@ -1162,15 +1365,87 @@ static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
             if (acc + c >= k) break;
             acc += c;
         }
-        if (i == N->n) return PyFloat_FromDouble(INFINITY);
+        if (i == N->n) return INFINITY;
         node = N->child[i];
     }
     Leaf *L = &self->leaves[node];
     for (int32_t i = 0; i < L->n; i++) {
         acc += cls ? L->c1[i] : L->c0[i];
-        if (acc >= k) return PyFloat_FromDouble(L->key[i]);
+        if (acc >= k) return L->key[i];
     }
-    return PyFloat_FromDouble(INFINITY);
+    return INFINITY;
+}
+
+/* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
+   reaches k (>= 1); inf when it never does. O(log n). */
+static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
+    int cls;
+    double k;
+    if (!PyArg_ParseTuple(args, "id", &cls, &k)) return NULL;
+    clean(self);
+    return PyFloat_FromDouble(kth(self, cls, k));
+}
+
+/* set_np_tables(np0, k0_base, k0 (int64 buffer), np1, m1_base, m1 (int64 buffer)):
+   min_count0 for count0 = k0_base + i, max_count1 for count1 = m1_base + i (-1: too few) */
+static int copy_table(PyObject *obj, long long **tab, Py_ssize_t *len) {
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj, &b, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
+    if (b.itemsize != 8 || (strcmp(b.format, "q") != 0 && strcmp(b.format, "l") != 0)) {
+        PyBuffer_Release(&b);
+        PyErr_SetString(PyExc_TypeError, "np tables must be int64 arrays");
+        return -1;
+    }
+    Py_ssize_t n = b.len / 8;
+    long long *t = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(long long));
+    if (!t) { PyBuffer_Release(&b); PyErr_NoMemory(); return -1; }
+    memcpy(t, b.buf, (size_t)n * 8);
+    PyBuffer_Release(&b);
+    PyMem_Free(*tab);
+    *tab = t; *len = n;
+    return 0;
+}
+
+static PyObject *CTree_set_np_tables(CTree *self, PyObject *args) {
+    int np0, np1;
+    Py_ssize_t b0, b1;
+    PyObject *t0, *t1;
+    if (!PyArg_ParseTuple(args, "inOinO", &np0, &b0, &t0, &np1, &b1, &t1)) return NULL;
+    if (copy_table(t0, &self->k0_tab, &self->k0_len) < 0 || copy_table(t1, &self->m1_tab, &self->m1_len) < 0)
+        return NULL;
+    self->np0 = np0; self->np1 = np1; self->k0_base = b0; self->m1_base = b1;
+    Py_RETURN_NONE;
+}
+
+/* np_get() -> the Neyman-Pearson threshold (None when empty), from the rank tables; when
+   the class counts are outside the tables (or nothing is admissible) it calls the Python
+   slow path, which refills the tables or raises. O(log n). */
+static PyObject *CTree_np_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->n_keys == 0) Py_RETURN_NONE;
+    if (!self->slow_get) { PyErr_SetString(PyExc_RuntimeError, "np_get before bind()"); return NULL; }
+    clean(self);
+    double c0 = self->top.c0, c1 = self->top.c1;
+    long long k0 = 0, m1 = (long long)c1;
+    if (self->np0) {
+        Py_ssize_t i = (Py_ssize_t)c0 - self->k0_base;
+        if (i < 0 || i >= self->k0_len || self->k0_tab[i] < 0) goto slow;
+        k0 = self->k0_tab[i];
+    }
+    if (self->np1) {
+        Py_ssize_t i = (Py_ssize_t)c1 - self->m1_base;
+        if (i < 0 || i >= self->m1_len || self->m1_tab[i] < 0) goto slow;
+        m1 = self->m1_tab[i];
+    }
+    {
+        double lo = k0 > 0 ? kth(self, 0, (double)k0) : -INFINITY;
+        double hi = self->np1 ? kth(self, 1, (double)m1 + 1.0) : INFINITY;
+        double best = k0 == 0 ? 0.0 : INFINITY, key = k0 == 0 ? -INFINITY : NAN;
+        range_min(self, self->root, self->height, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
+        if (best == INFINITY) goto slow;
+        return PyFloat_FromDouble(key);
+    }
+slow:
+    return PyObject_CallNoArgs(self->slow_get);
 }
 
 /* ---- ring access from Python ---- */
@@ -1194,7 +1469,7 @@ static PyObject *CTree_q_push_many(CTree *self, PyObject *args) {
     }
     {
         Py_ssize_t m = b[0].len / 8;
-        if (ring_grow(self, self->qsize + m) < 0) goto done;
+        if (ring_grow(self, self->qsize + m, 0) < 0) goto done;
         double *s = b[0].buf, *w = b[2].buf, *tt = b[3].buf;
         uint8_t *y = b[1].buf;
         for (Py_ssize_t q = 0; q < m; q++) ring_put(self, s[q], y[q], w[q], tt[q]);
@@ -1283,6 +1558,16 @@ static PyObject *CTree_q_cancel(CTree *self, PyObject *arg) {
 static PyObject *CTree_get_n_keys(CTree *self, void *closure) { return PyLong_FromSsize_t(self->n_keys); }
 static PyObject *CTree_get_height(CTree *self, void *closure) { return PyLong_FromLong(self->height); }
 static PyObject *CTree_get_ring(CTree *self, void *closure) { return PyLong_FromLong(self->ring); }
+static PyObject *CTree_get_n_updates(CTree *self, void *closure) { return PyLong_FromLongLong(self->n_updates); }
+static PyObject *CTree_get_version(CTree *self, void *closure) { return PyLong_FromUnsignedLongLong(self->version); }
+static int CTree_set_n_updates(CTree *self, PyObject *v, void *closure) {
+    if (!v) { PyErr_SetString(PyExc_TypeError, "cannot delete n_updates"); return -1; }
+    long long x = PyLong_AsLongLong(v);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    if (x < 0) { PyErr_SetString(PyExc_ValueError, "n_updates must be >= 0"); return -1; }
+    self->n_updates = x;
+    return 0;
+}
 
 static PyObject *CTree_nbytes(CTree *self, PyObject *Py_UNUSED(ignored)) {
     Py_ssize_t b = (Py_ssize_t)self->lcap * sizeof(Leaf) + (Py_ssize_t)self->icap * sizeof(Inner) +
@@ -1321,7 +1606,7 @@ static int check_node(CTree *t, int32_t node, int level, double lo, double hi, i
         if (r < 0) return r;
         N = &t->inners[node];
         Agg *e = &N->agg[i];
-        if (!N->dirty && !(e->sum == g.sum && e->c1 == g.c1 && e->c0 == g.c0 &&
+        if (!(e->sum == g.sum && e->c1 == g.c1 && e->c0 == g.c0 &&
                            (e->minp == g.minp) && (e->argk == g.argk || (e->argk != e->argk && g.argk != g.argk))))
             return -9;
     }
@@ -1338,6 +1623,17 @@ static PyObject *CTree_check(CTree *self, PyObject *Py_UNUSED(ignored)) {
     if (r == 0 && keys[1] > 2) r = -11;
     if (r < 0) { PyErr_Format(PyExc_AssertionError, "tree invariant %d broken", r); return NULL; }
     Py_RETURN_NONE;
+}
+
+/* stats() -> dict of the structure's sizes (leaves, inner nodes, lo blocks, ring; used
+   and allocated) for memory accounting and tests. */
+static PyObject *CTree_stats(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("{s:n,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:n,s:n,s:n,s:n,s:n}", "n_keys", self->n_keys,
+                         "leaves", self->nleaves, "leaf_slots", self->lcap, "inners", self->ninners,
+                         "inner_slots", self->icap, "lo_blocks", self->nlos, "lo_slots", self->ocap,
+                         "height", self->height, "ring_capacity", self->qcap, "leaf_bytes", (Py_ssize_t)sizeof(Leaf),
+                         "inner_bytes", (Py_ssize_t)sizeof(Inner), "lo_bytes", (Py_ssize_t)sizeof(LoBlock),
+                         "ring_record_bytes", (Py_ssize_t)(2 * sizeof(double) + 1 + (self->qt ? sizeof(double) : 0)));
 }
 
 static PyObject *CTree_get_b(CTree *self, void *closure) { return PyFloat_FromDouble(self->b); }
@@ -1366,6 +1662,14 @@ static PyMethodDef CTree_methods[] = {
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},
     {"export_lo", (PyCFunction)CTree_export_lo, METH_NOARGS, "export_lo() -> bytes (2 x n float64)"},
     {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas and the ring"},
+    {"stats", (PyCFunction)CTree_stats, METH_NOARGS, "stats() -> dict of structure sizes"},
+    {"bind", (PyCFunction)CTree_bind, METH_VARARGS, "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax)"},
+    {"fast_update", (PyCFunction)(void (*)(void))CTree_fast_update, METH_FASTCALL | METH_KEYWORDS,
+     "fast_update(score, y, w=1.0, t=None): StreamingThors.update's fast path"},
+    {"fast_revert", (PyCFunction)(void (*)(void))CTree_fast_revert, METH_FASTCALL | METH_KEYWORDS,
+     "fast_revert(score, y, w=1.0): StreamingThors.revert's fast path (no window)"},
+    {"set_np_tables", (PyCFunction)CTree_set_np_tables, METH_VARARGS, "set_np_tables(np0, k0_base, k0, np1, m1_base, m1)"},
+    {"np_get", (PyCFunction)CTree_np_get, METH_NOARGS, "np_get() -> Neyman-Pearson threshold (fast path)"},
     {"check", (PyCFunction)CTree_check, METH_NOARGS, "check(): verify the invariants (tests)"},
     {"q_len", (PyCFunction)CTree_q_len, METH_NOARGS, "queued records"},
     {"q_push_many", (PyCFunction)CTree_q_push_many, METH_VARARGS, "q_push_many(s, y, w, t): queue records"},
@@ -1383,6 +1687,8 @@ static PyGetSetDef CTree_getset[] = {
     {"n_keys", (getter)CTree_get_n_keys, NULL, "number of distinct keys", NULL},
     {"height", (getter)CTree_get_height, NULL, "levels of inner nodes above the leaves", NULL},
     {"ring", (getter)CTree_get_ring, NULL, "0: no expiry ring, 1: count window, 2: time window", NULL},
+    {"n_updates", (getter)CTree_get_n_updates, (setter)CTree_set_n_updates, "update calls accepted", NULL},
+    {"version", (getter)CTree_get_version, NULL, "raised by every change of the held events", NULL},
     {"_a", (getter)CTree_get_a, NULL, "positive coefficient", NULL},
     {"_b", (getter)CTree_get_b, NULL, "negative coefficient", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -1393,7 +1699,9 @@ static PyTypeObject CTreeType = {
     .tp_name = "thors_stream._ctree.CTree",
     .tp_doc = "B+-tree of distinct scores with O(1) minimum prefix sum and an expiry ring (compiled backend).",
     .tp_basicsize = sizeof(CTree),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)CTree_traverse,
+    .tp_clear = (inquiry)CTree_clear,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)CTree_init,
     .tp_dealloc = (destructor)CTree_dealloc,

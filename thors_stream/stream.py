@@ -15,6 +15,7 @@ from ._backend import export_lo, export_rows, load_rows, make_core, resolve_back
 from ._core import PyCore, queue_of
 from ._ledger import WeightLedger
 from ._queue import CANCELLED
+from . import _validation
 from ._validation import (
     check_class_prior,
     check_labels,
@@ -25,10 +26,39 @@ from ._validation import (
 )
 from .batch import class_coefficients
 from .costs import resolve_costs
-from .neyman_pearson import NPInfeasibleError, check_np_params, np_constraint, np_threshold_from_rows
+from .neyman_pearson import (
+    NPInfeasibleError,
+    check_np_params,
+    fpr_tail,
+    min_rank,
+    np_constraint,
+    np_threshold_from_rows,
+)
 from .result import ThresholdResult
 
 __all__ = ["StreamingThors"]
+
+_NP_SPAN = 64  # the compiled Neyman-Pearson path keeps rank tables for counts within this of the current ones
+
+
+def _rank_table(base: int, length: int, alpha: float, delta: float) -> np.ndarray:
+    """``min_rank(n, alpha, delta)`` for ``n`` in ``base .. base + length - 1`` (-1: too few).
+
+    The umbrella rank grows by 0 or 1 when ``n`` grows by one (``Bin(n + 1, p)`` is
+    ``Bin(n, p)`` plus one Bernoulli), so after the first feasible ``n`` each entry costs
+    one tail evaluation.
+    """
+    out = np.full(length, -1, dtype=np.int64)
+    k = None
+    for i in range(length):
+        n = base + i
+        if k is None:
+            k = min_rank(n, alpha, delta)
+        elif fpr_tail(k, n, alpha) > delta:
+            k += 1
+        if k is not None:
+            out[i] = k
+    return out
 
 _LABELS: dict[Any, bool] = {0: False, 1: True}
 _NEG_INF = float("-inf")
@@ -186,7 +216,42 @@ class StreamingThors:
         # ordered by time: (t, arrival number, score, label, weight)
         self._late: SortedList = SortedList()
         self._arrivals = 0
-        self.n_updates = 0  # update calls accepted so far (events seen, held or not)
+        self._bind_fast_paths()
+
+    @property
+    def n_updates(self) -> int:
+        """Update calls accepted so far (events seen, held or not)."""
+        return self._tree.n_updates
+
+    @n_updates.setter
+    def n_updates(self, value: int) -> None:
+        self._tree.n_updates = value
+
+    def _bind_fast_paths(self) -> None:
+        """Route ``update``/``revert``/``get`` straight to the compiled core when it can
+        serve them: its fast paths take the common valid arguments and hand anything else
+        to the Python methods below (which validate and raise as documented), so the
+        behaviour is the same, minus the interpreter's per-call overhead."""
+        for name in ("update", "revert", "get"):
+            self.__dict__.pop(name, None)
+        core, cls = self._tree, type(self)
+        if isinstance(core, PyCore):
+            return
+        # weights beyond the documented limit take the slow path, which refuses them
+        wmax = getattr(_validation, "MAX_WEIGHTED_COST", math.inf) / max(self.fn_cost, self.fp_cost)
+        core.bind(StreamingThors.update.__get__(self), StreamingThors.revert.__get__(self),
+                  self._np_get_slow, self._ledger._at, self.window or 0, wmax)
+        if cls.update is StreamingThors.update and self._period_s is None:
+            self.update = core.fast_update
+        if cls.revert is StreamingThors.revert and self._queue is None:
+            self.revert = core.fast_revert
+        if cls.get is StreamingThors.get:
+            if self._plain:
+                self.get = core.threshold
+            elif self._np_mode and self.class_prior is None:
+                empty = np.zeros(0, np.int64)  # no rank known yet: the first read refills
+                core.set_np_tables(int(self.max_fpr is not None), 0, empty, int(self.max_fnr is not None), 0, empty)
+                self.get = core.np_get
 
     # the held events' count and class weights, read from the core (no running sums here:
     # the answer depends only on what is held)
@@ -354,6 +419,22 @@ class StreamingThors:
             self._np_result()
         return best, key
 
+    def _np_get_slow(self) -> float | None:
+        """Neyman-Pearson ``get`` when the compiled fast path cannot answer: refill its rank
+        tables around the current class counts, then answer (or raise) exactly."""
+        if not self._n:
+            return None
+        _, _, c1, c0 = self._tree.totals()
+        delta = (1.0 - self.confidence) / (2.0 if self.max_fpr is not None and self.max_fnr is not None else 1.0)
+        b0, b1 = max(0, int(c0) - _NP_SPAN), max(0, int(c1) - _NP_SPAN)
+        k0 = _rank_table(b0, 2 * _NP_SPAN + 1, self.max_fpr, delta) if self.max_fpr is not None else np.zeros(0, np.int64)
+        m1 = np.zeros(0, np.int64)
+        if self.max_fnr is not None:
+            k1 = _rank_table(b1, 2 * _NP_SPAN + 1, self.max_fnr, delta)
+            m1 = np.where(k1 < 0, -1, np.arange(b1, b1 + k1.shape[0]) - k1)
+        self._tree.set_np_tables(int(self.max_fpr is not None), b0, k0, int(self.max_fnr is not None), b1, m1)
+        return self._np_best()[1]
+
     def _np_constraint(self, count0: int, count1: int) -> Any:
         """The admissible count ranges, cached by the class counts (they move by one at a time)."""
         key = (count0, count1, self.max_fpr, self.max_fnr, self.confidence)
@@ -367,9 +448,8 @@ class StreamingThors:
 
     def _np_result(self) -> ThresholdResult:
         """The Neyman-Pearson result for the held events, cached until they change. O(n)."""
-        # every change of the held multiset raises n_updates (update, update_many, merge)
-        # or lowers _n with n_updates unchanged (revert): the pair identifies the state.
-        key = (self.n_updates, self._n, self.max_fpr, self.max_fnr, self.confidence)
+        # the core's version rises with every change of the held events
+        key = (self._tree.version, self.max_fpr, self.max_fnr, self.confidence)
         cache = self._np_cache
         if cache is None or cache[0] != key:
             try:
@@ -544,16 +624,22 @@ class StreamingThors:
     def _restore_core(self, a: float, b: float, rows: np.ndarray, lo: np.ndarray | None,
                       queue: tuple[np.ndarray, ...] | None) -> None:
         """Replace the core by one holding ``rows`` (+ ``lo``) and the queue records."""
+        old = self.__dict__.get("_tree")
         core = make_core(a, b, self.backend, self._load, self._ring)
         load_rows(core, rows, lo)
         q = queue_of(core)
         if q is not None and queue is not None and queue[0].shape[0]:
             q.push_many(*queue)
+        core.n_updates = old.n_updates if old is not None else 0
         self._tree, self._queue = core, q
+        self._bind_fast_paths()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_tree"], state["_queue"]
+        for name in ("update", "revert", "get"):
+            state.pop(name, None)
+        state["n_updates"] = self.n_updates
         state["_core"] = self._core_arrays()
         state["_tree_coefs"] = (self._tree._a, self._tree._b)
         state["_np_cache"] = None
@@ -571,6 +657,7 @@ class StreamingThors:
         for name, default in (("max_fpr", None), ("max_fnr", None), ("confidence", 0.95), ("_np_cache", None),
                               ("_np_constraints", {})):
             state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
+        n_updates = state.pop("n_updates", 0)
         self.__dict__.update(state)
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
         self._plain = not self._np_mode and self.class_prior is None
@@ -578,6 +665,7 @@ class StreamingThors:
         self.__dict__.setdefault("_ledger", WeightLedger())
         self.backend = resolve_backend(self.backend if self.backend != "c" else "auto")
         self._restore_core(a, b, core["rows"], core["lo"], core["queue"])
+        self.n_updates = n_updates
 
     # ---------------------------------------------------------------- merging
     def merge(self, other: StreamingThors) -> None:
