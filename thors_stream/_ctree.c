@@ -221,6 +221,14 @@ static void inner_agg(Inner *N, Agg *g) {
 
 #define BIT(i) ((uint64_t)1 << (i))
 
+/* Ask for every cache line of a leaf (the binary search, the shifts and the aggregate
+   read all of it). */
+static inline void prefetch_leaf(CTree *t, int32_t leaf) {
+    const char *p = (const char *)&t->leaves[leaf];
+    for (size_t o = 0; o < sizeof(Leaf); o += 64) __builtin_prefetch(p + o, 1);
+}
+
+
 static inline uint64_t bits_below(int32_t pos) { return pos >= 64 ? ~(uint64_t)0 : BIT(pos) - 1; }
 
 /* Recompute the stale aggregates below node (recursion depth = the height, <= MAXH):
@@ -232,10 +240,28 @@ static void refresh(CTree *t, int32_t node, int level, Agg *out) {
     }
     Inner *N = &t->inners[node];
     uint64_t m = N->mask & bits_below(N->n);
-    while (m) {
-        int i = __builtin_ctzll(m);
-        m &= m - 1;
-        refresh(t, N->child[i], level - 1, &N->agg[i]);
+    if (level == 1) {
+        /* stale leaves: load the next ones while aggregating this one */
+        uint64_t ahead = m;
+        for (int k = 0; k < 2 && ahead; k++) {
+            prefetch_leaf(t, N->child[__builtin_ctzll(ahead)]);
+            ahead &= ahead - 1;
+        }
+        while (m) {
+            int i = __builtin_ctzll(m);
+            m &= m - 1;
+            if (ahead) {
+                prefetch_leaf(t, N->child[__builtin_ctzll(ahead)]);
+                ahead &= ahead - 1;
+            }
+            leaf_agg(t, &t->leaves[N->child[i]], &N->agg[i]);
+        }
+    } else {
+        while (m) {
+            int i = __builtin_ctzll(m);
+            m &= m - 1;
+            refresh(t, N->child[i], level - 1, &N->agg[i]);
+        }
     }
     N->mask = 0;
     inner_agg(N, out);
@@ -809,13 +835,10 @@ static PyObject *CTree_remove(CTree *self, PyObject *const *args, Py_ssize_t nar
 static int window_push(CTree *self, double key, int pos, double w, Py_ssize_t limit) {
     if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1, limit + 1) < 0) return -1;
     if (reserve(self, 2 * self->height + 8) < 0) return -1; /* the add and one expiry cannot fail */
-    if (self->qsize >= limit && self->qsize) {
-        /* warm the expiring event's leaf while the new one goes in */
-        double old = self->qs[self->qhead];
-        int32_t lf = descend(self, old);
-        __builtin_prefetch(&self->leaves[lf].key[0]);
-        __builtin_prefetch(&self->leaves[lf].key[LCAP / 2]);
-    }
+    /* start loading both leaves (the new event's and the expiring one's) before touching
+       either: their cache misses overlap */
+    prefetch_leaf(self, descend(self, key));
+    if (self->qsize >= limit && self->qsize) prefetch_leaf(self, descend(self, self->qs[self->qhead]));
     if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return -1;
     ring_put(self, key, pos, w, 0.0);
     while (self->qsize > limit)
@@ -1179,10 +1202,10 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     return 0;
 }
 
-/* apply_events(keys, dw1, dw0, dc1, dc0): per-event (or per-key) deltas sorted by key
+/* apply_sorted(keys, dw1, dw0, dc1, dc0): per-event (or per-key) deltas sorted by key
    (keys may repeat); five float64 buffers of one length. Small batches go through
-   upserts; large ones (next to the tree) rebuild it in O(n + m). Validates every
-   count first: on error nothing changes. */
+   upserts (leaves prefetched ahead); large ones (next to the tree) rebuild it in
+   O(n + m). Internal: removals must be of held events. */
 static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
     Py_buffer bufs[5];
     int got = 0;
@@ -1253,22 +1276,13 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
             if (build_from(self, K, H1, L1, H0, L0, C1, C0, o) < 0) goto done;
             self->version++;
         } else {
-            /* check first that no count goes negative (so nothing changes on error) */
-            for (Py_ssize_t q = 0; q < m;) {
-                double c1 = 0, c0 = 0, key = k[q];
-                Py_ssize_t r = q;
-                for (; r < m && k[r] == key; r++) { c1 += d1[r]; c0 += d0[r]; }
-                if (c1 < 0 || c0 < 0) {
-                    int32_t lf = descend(self, key);
-                    Leaf *L = &self->leaves[lf];
-                    int32_t p = leaf_pos(L, key);
-                    int has = p < L->n && L->key[p] == key;
-                    if ((has ? L->c1[p] : 0) + c1 < 0 || (has ? L->c0[p] : 0) + c0 < 0) { key_error(key); goto done; }
-                }
-                q = r;
-            }
+            /* removals are of held events (the caller's guarantee: StreamingThors passes
+               what its queue held); a violation raises KeyError part way */
+            const Py_ssize_t AHEAD = 8;
+            for (Py_ssize_t q = 0; q < m && q < AHEAD; q++) prefetch_leaf(self, descend(self, k[q]));
             for (Py_ssize_t q = 0; q < m;) {
                 /* per key: apply additions before removals so counts never dip below zero */
+                if (q + AHEAD < m) prefetch_leaf(self, descend(self, k[q + AHEAD]));
                 Py_ssize_t r = q;
                 while (r < m && k[r] == k[q]) r++;
                 for (int pass = 0; pass < 2; pass++)

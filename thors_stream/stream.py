@@ -601,7 +601,7 @@ class StreamingThors:
         else:
             self._ledger.add_many(s, y, w)
         # one row per event, sorted by score: the core adds each weight exactly
-        order = np.argsort(keys, kind="stable")
+        order = np.argsort(keys)  # per-event rows: their order within a score does not matter
         keys, yy, sw, sign = keys[order], yy[order], (sign * ww)[order], sign[order]
         zero = np.zeros(keys.shape[0])
         self._tree.apply_sorted(np.ascontiguousarray(keys), np.where(yy, sw, zero), np.where(yy, zero, sw),
