@@ -65,6 +65,12 @@ class PyCore:
         self.version = 0  # raised by every change of the held events
         self._w = [0.0, 0.0, 0.0, 0.0]  # W1 hi, lo, W0 hi, lo
 
+    def enter(self) -> None:
+        """Nothing to do: the numpy core has no fast path that bypasses the lock."""
+
+    def exit(self) -> None:
+        """See :meth:`enter`."""
+
     # ---- mutation
     def _count(self, pos: Any, w: float, sign: int) -> None:
         self.version += 1

@@ -92,6 +92,7 @@ typedef struct {
     Py_ssize_t limit;   /* count window size (ring 1) */
     double wmax;        /* largest weight the fast path accepts */
     long long n_updates;
+    int busy;           /* > 0 while a Python method of StreamingThors works on this core */
     unsigned long long version; /* raised by every change of the held multiset */
     /* Neyman-Pearson rank tables: min_count0 per count0, max_count1 per count1 */
     int np0, np1;
@@ -902,7 +903,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     int pos;
     PyObject *w, *t;
     if (!self->slow_update) { PyErr_SetString(PyExc_RuntimeError, "fast_update before bind()"); return NULL; }
-    if (self->ring == 2 || fast_args(args, nargs, kwnames, 1, &s, &pos, &w, &t) < 0) goto slow;
+    if (self->busy || self->ring == 2 || fast_args(args, nargs, kwnames, 1, &s, &pos, &w, &t) < 0) goto slow;
     if (t && t != Py_None) goto slow;
     if (w) {
         if (!PyFloat_CheckExact(w)) goto slow;
@@ -926,7 +927,7 @@ static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_
     int pos;
     PyObject *w, *t;
     if (!self->slow_revert) { PyErr_SetString(PyExc_RuntimeError, "fast_revert before bind()"); return NULL; }
-    if (self->ring != 0 || fast_args(args, nargs, kwnames, 0, &s, &pos, &w, &t) < 0) goto slow;
+    if (self->busy || self->ring != 0 || fast_args(args, nargs, kwnames, 0, &s, &pos, &w, &t) < 0) goto slow;
     if (w && !(PyFloat_CheckExact(w) && PyFloat_AS_DOUBLE(w) == 1.0)) goto slow;
     if (self->ledger_at && PyDict_Size(self->ledger_at) != 0) goto slow;
     {
@@ -939,6 +940,15 @@ static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 slow:
     return PyObject_Vectorcall(self->slow_revert, args, nargs, kwnames);
+}
+
+/* enter() / exit(): bracket a Python method working on the core; meanwhile the fast
+   paths hand over to the (locked) Python methods, so a thread never sees a half-done
+   batch. */
+static PyObject *CTree_enter(CTree *self, PyObject *Py_UNUSED(ignored)) { self->busy++; Py_RETURN_NONE; }
+static PyObject *CTree_exit(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->busy > 0) self->busy--;
+    Py_RETURN_NONE;
 }
 
 /* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax) */
@@ -1437,6 +1447,7 @@ static PyObject *CTree_set_np_tables(CTree *self, PyObject *args) {
 static PyObject *CTree_np_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
     if (self->n_keys == 0) Py_RETURN_NONE;
     if (!self->slow_get) { PyErr_SetString(PyExc_RuntimeError, "np_get before bind()"); return NULL; }
+    if (self->busy) goto slow;
     clean(self);
     double c0 = self->top.c0, c1 = self->top.c1;
     long long k0 = 0, m1 = (long long)c1;
@@ -1677,6 +1688,8 @@ static PyMethodDef CTree_methods[] = {
     {"export_lo", (PyCFunction)CTree_export_lo, METH_NOARGS, "export_lo() -> bytes (2 x n float64)"},
     {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas and the ring"},
     {"stats", (PyCFunction)CTree_stats, METH_NOARGS, "stats() -> dict of structure sizes"},
+    {"enter", (PyCFunction)CTree_enter, METH_NOARGS, "enter(): a Python method works on the core"},
+    {"exit", (PyCFunction)CTree_exit, METH_NOARGS, "exit(): it is done"},
     {"bind", (PyCFunction)CTree_bind, METH_VARARGS, "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax)"},
     {"fast_update", (PyCFunction)(void (*)(void))CTree_fast_update, METH_FASTCALL | METH_KEYWORDS,
      "fast_update(score, y, w=1.0, t=None): StreamingThors.update's fast path"},

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,6 +64,23 @@ def _rank_table(base: int, length: int, alpha: float, delta: float) -> np.ndarra
 
 _LABELS: dict[Any, bool] = {0: False, 1: True}
 _NEG_INF = float("-inf")
+
+
+def _locked(method: Any) -> Any:
+    """Run ``method`` holding the object's lock, with the compiled core told so (its fast
+    paths then queue behind the lock instead of running beside a half-done change)."""
+
+    @functools.wraps(method)
+    def locked(self: StreamingThors, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            core = self._tree
+            core.enter()
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                core.exit()
+
+    return locked
 
 
 def _label(y: Any) -> bool:
@@ -207,6 +226,7 @@ class StreamingThors:
         self._load = load
         self.backend = resolve_backend(backend)
         self._ring = 1 if window is not None else (2 if period is not None else 0)
+        self._lock = threading.RLock()
         self._tree = make_core(self.fn_cost, self.fp_cost, self.backend, load, self._ring)
         self._queue = queue_of(self._tree)
         # without a window: the held events of weight != 1, so that revert can verify
@@ -280,6 +300,7 @@ class StreamingThors:
         pass
 
     # ---------------------------------------------------------------- river API
+    @_locked
     def update(self, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
         """Add one labelled event; with a window, expire what falls out of it.
 
@@ -335,6 +356,7 @@ class StreamingThors:
             _, _, s, y, w = late.pop(0)
             self._tree.remove(s, y == 1, w)
 
+    @_locked
     def revert(self, score: float, y: Any, w: float = 1.0) -> None:
         """Remove one held event with this score, label and weight.
 
@@ -378,6 +400,7 @@ class StreamingThors:
         return (f"no held event has score {s!r}, label {label} and weight {w!r} "
                 f"(held at this score and label: {int(count)} event(s) of total weight {held_w!r})")
 
+    @_locked
     def get(self) -> float | None:
         """The current THORS threshold (``-inf`` = all positive), ``None`` when empty.
 
@@ -419,6 +442,7 @@ class StreamingThors:
             self._np_result()
         return best, key
 
+    @_locked
     def _np_get_slow(self) -> float | None:
         """Neyman-Pearson ``get`` when the compiled fast path cannot answer: refill its rank
         tables around the current class counts, then answer (or raise) exactly."""
@@ -471,6 +495,7 @@ class StreamingThors:
         return self._tree.best()
 
     @property
+    @_locked
     def cost(self) -> float | None:
         """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
         if self._plain:
@@ -503,6 +528,7 @@ class StreamingThors:
                 )
         return bool(score > thr)
 
+    @_locked
     def result(self) -> ThresholdResult | None:
         """A :class:`ThresholdResult` for the held events (``None`` when empty).
 
@@ -544,6 +570,7 @@ class StreamingThors:
         )
 
     # ---------------------------------------------------------------- batches
+    @_locked
     def update_many(self, scores: Any, ys: Any, ws: Any = None, ts: Any = None) -> None:
         """Add a batch of events, in order: the same end state as ``update`` on each.
 
@@ -609,6 +636,7 @@ class StreamingThors:
         self.n_updates += m
 
     # ---------------------------------------------------------------- inspection
+    @_locked
     def held(self) -> tuple[np.ndarray, ...]:
         """The held events aggregated by score: arrays ``(score, w1, w0, count1, count0)``. O(n)."""
         return tuple(export_rows(self._tree))
@@ -635,8 +663,12 @@ class StreamingThors:
         self._bind_fast_paths()
 
     def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return self._getstate()
+
+    def _getstate(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_tree"], state["_queue"]
+        del state["_tree"], state["_queue"], state["_lock"]
         for name in ("update", "revert", "get"):
             state.pop(name, None)
         state["n_updates"] = self.n_updates
@@ -659,6 +691,7 @@ class StreamingThors:
             state.setdefault(name, default)  # pickles from before Neyman-Pearson mode
         n_updates = state.pop("n_updates", 0)
         self.__dict__.update(state)
+        self._lock = threading.RLock()
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
         self._plain = not self._np_mode and self.class_prior is None
         self._ring = 1 if self.window is not None else (2 if self._period_s is not None else 0)
@@ -700,23 +733,29 @@ class StreamingThors:
                 "merge into a summary without window/period (expiry order across summaries is undefined); "
                 "use StreamingThors.merged([...]) to combine windowed shards"
             )
-        if other is self:
-            other = self.__class__.__new__(self.__class__)
-            other.__setstate__(self.__getstate__())
-        rows = export_rows(other._tree)
+        # a snapshot of the other summary under its own lock, then the union under ours
+        # (never both locks at once: two threads merging each way cannot deadlock)
+        with other._lock:
+            rows, lo = export_rows(other._tree), export_lo(other._tree)
+            ledger = WeightLedger()
+            if other._queue is None:
+                ledger.update(other._ledger)
+            else:  # the weights of the events merged in, so that revert can still verify them
+                s, y, w = other._queue.arrays()[:3]
+                live = y != CANCELLED
+                ledger.add_many(s[live], y[live] == 1, w[live])
+                for _, _, ls, ly, lw in other._late:
+                    if lw != 1.0:
+                        ledger.add(ls, ly, lw)
+            n_updates = other.n_updates
+        self._merge_rows(rows, lo, ledger, n_updates)
+
+    @_locked
+    def _merge_rows(self, rows: np.ndarray, lo: np.ndarray, ledger: WeightLedger, n_updates: int) -> None:
         if rows.shape[1]:
-            load_rows(self._tree, rows, export_lo(other._tree))
-        # the weights of the events merged in, so that revert can still verify them
-        if other._queue is None:
-            self._ledger.update(other._ledger)
-        else:
-            s, y, w = other._queue.arrays()[:3]
-            live = y != CANCELLED
-            self._ledger.add_many(s[live], y[live] == 1, w[live])
-            for _, _, ls, ly, lw in other._late:
-                if lw != 1.0:
-                    self._ledger.add(ls, ly, lw)
-        self.n_updates += other.n_updates
+            load_rows(self._tree, rows, lo)
+        self._ledger.update(ledger)
+        self.n_updates += n_updates
 
     @classmethod
     def merged(cls, summaries: Sequence[StreamingThors], *, backend: str = "auto") -> StreamingThors:
@@ -754,6 +793,7 @@ class StreamingThors:
 
         write_checkpoint(path, "StreamingThors", *self._checkpoint_parts())
 
+    @_locked
     def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
         """``(params, state, arrays)`` describing this object for the checkpoint format."""
         rows = export_rows(self._tree)
