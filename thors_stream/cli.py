@@ -1,25 +1,46 @@
-"""The ``thors`` command line.
+"""The ``thors`` command line (also ``python -m thors_stream``).
 
 - ``thors demo``: the embedded default job (:mod:`thors_stream.demo`).
 - ``thors fit DATA ...``: the periodic re-threshold job on a file of labelled scores.
 - ``thors replay DATA ...``: stream a file through a windowed StreamingThors and
-  write the threshold and cost after each event.
+  write the threshold, cost and error rates after each event.
 
-Problems with the input (missing column, bad value on line N, bad option) are
-reported in one line on stderr with exit code 2, without a traceback.
+``DATA`` is a CSV or Parquet file, or ``-`` for standard input; ``--out -`` writes to
+standard output. File rules (labels, times, limits) are those of :mod:`thors_stream.io`.
+
+Exit codes:
+
+- 0: done (also when the reader of standard output closed it early, e.g. ``| head``);
+- 2: bad input or usage (missing column, bad value on line N, bad option, unreadable or
+  non-regular file, costs that would overflow...): one line on stderr, no traceback;
+- 130: interrupted (Ctrl-C);
+- 1: an unexpected error, with its traceback (a bug: please report it).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
+import heapq
 import json
 import math
+import os
+import re
 import sys
 import time
 from typing import Any
 
+import numpy as np
+
+EXIT_OK = 0
 EXIT_INPUT = 2
+EXIT_INTERRUPTED = 130
+MAX_N_TEST = 10**12
+"""Largest ``--n-test``: the exact cost quantile takes O(sqrt(n_test)) time and memory."""
+_MAX_TOTAL_COST = 1e300  # headroom below the float maximum for the running sums
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+_DURATION = re.compile(r"\s*([-+0-9.eE]+|inf|nan)\s*([smhdw]?)\s*", re.IGNORECASE)
 
 
 def _positive_float(text: str) -> float:
@@ -32,23 +53,31 @@ def _positive_float(text: str) -> float:
     return v
 
 
-def _int_at_least(low: int) -> Any:
-    """An argparse type: an integer >= ``low``."""
+def _int_in(low: int, high: int | None = None) -> Any:
+    """An argparse type: an integer in ``[low, high]``; ``1e6`` is accepted as 1000000."""
 
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+            try:
+                f = float(text)
+            except ValueError:
+                f = math.nan
+            if not (math.isfinite(f) and f == int(f)):
+                raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+            v = int(f)
         if v < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}: {text!r}")
+        if high is not None and v > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high:,}: {text!r}")
         return v
 
     return parse
 
 
-_positive_int = _int_at_least(1)
-_nonneg_int = _int_at_least(0)
+_positive_int = _int_in(1)
+_nonneg_int = _int_in(0)
 
 
 def _confidence(text: str) -> float:
@@ -58,25 +87,76 @@ def _confidence(text: str) -> float:
     return v
 
 
+def parse_duration(text: str) -> float:
+    """Seconds in a duration: a number of seconds, or a number with a unit ``s``, ``m``
+    (minutes), ``h``, ``d`` or ``w`` (any case). Must be finite and > 0.
+
+    >>> [parse_duration(d) for d in ("30d", "12h", "90m", "45", "1.5s")]
+    [2592000.0, 43200.0, 5400.0, 45.0, 1.5]
+    """
+    m = _DURATION.fullmatch(text)
+    why = "use seconds or a number with a unit s, m, h, d or w, e.g. 30d, 12h, 90m"
+    if m is None:
+        raise ValueError(f"not a duration: {text!r} ({why})")
+    try:
+        v = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    except ValueError:
+        raise ValueError(f"not a duration: {text!r} ({why})") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"a duration must be finite and > 0: {text!r}")
+    return v
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _version() -> str:
+    """The installed distribution's version (importlib.metadata), else the package's ``__version__``."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("thors_stream")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return str(__version__)
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit code 2)."""
+
+    def error(self, message: str) -> Any:
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="CSV file with a header line (or Parquet with pyarrow installed)")
+    p.add_argument("data", help="CSV file with a header line or Parquet file (found by content; Parquet needs "
+                                "pyarrow), or - for standard input")
     p.add_argument("--score-col", required=True, help="column holding the classifier's score")
-    p.add_argument("--label-col", required=True, help="column holding the label (0/1/true/false)")
+    p.add_argument("--label-col", required=True,
+                   help="column holding the label: exactly 0, 1, true or false (any case); Parquet also boolean")
     p.add_argument("--weight-col", default=None, help="optional column of per-event weights (> 0)")
     p.add_argument("--fn-cost", type=_positive_float, required=True, help="cost of a false negative")
     p.add_argument("--fp-cost", type=_positive_float, required=True, help="cost of a false positive")
     p.add_argument("--class-prior", type=_confidence, default=None, help="population share of positives")
-    p.add_argument("--engine", choices=("auto", "python", "pyarrow"), default="auto", help="file reader")
+    p.add_argument("--engine", choices=("auto", "python", "pyarrow"), default="auto",
+                   help="CSV reader (same answers; pyarrow is faster)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``thors`` argument parser: subcommands ``demo``, ``fit`` and ``replay``.
+    """The ``thors`` argument parser: subcommands ``demo``, ``fit`` and ``replay``, and ``--version``.
 
     >>> build_parser().parse_args(["fit", "v.csv", "--score-col", "s", "--label-col", "y",
     ...                            "--fn-cost", "5", "--fp-cost", "1"]).fn_cost
     5.0
     """
-    p = argparse.ArgumentParser(prog="thors", description="Exact, online cost-sensitive thresholds (THORS).")
+    p = _Parser(prog="thors", description="Exact, online cost-sensitive thresholds (THORS).",
+                epilog="exit codes: 0 done, 2 bad input or usage, 130 interrupted, 1 unexpected error (a bug)")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     d = sub.add_parser("demo", help="river model on the Shuttle stream, THORS vs the 0.5 cut")
@@ -93,8 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Neyman-Pearson: keep the true FPR <= ALPHA with probability --confidence")
     f.add_argument("--max-fnr", type=_confidence, default=None, metavar="ALPHA",
                    help="Neyman-Pearson: keep the true FNR <= ALPHA with probability --confidence")
-    f.add_argument("--n-test", type=_nonneg_int, default=None,
-                   help="bound the cost of this many new events (default: as many as the file has rows)")
+    f.add_argument("--n-test", type=_int_in(0, MAX_N_TEST), default=None,
+                   help=f"bound the cost of this many new events, at most {MAX_N_TEST:.0e} "
+                        "(default: as many as the file has rows)")
     f.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     f.add_argument("--plot", default=None, metavar="PNG", help="save the cost curve (needs matplotlib)")
 
@@ -102,13 +183,72 @@ def build_parser() -> argparse.ArgumentParser:
     _data_args(r)
     win = r.add_mutually_exclusive_group(required=True)
     win.add_argument("--window", type=_positive_int, help="keep the last N labelled events")
-    win.add_argument("--period", type=_positive_float, help="keep the events of the last SECONDS (needs --time-col)")
-    r.add_argument("--time-col", default=None, help="event time column (seconds or ISO 8601)")
-    r.add_argument("--out", required=True, help="trajectory CSV to write")
+    win.add_argument("--period", type=_duration, metavar="DURATION",
+                     help="keep the events of the last DURATION: seconds or a number with a unit s, m, h, d, w "
+                          "(30d, 12h, 90m); needs --time-col")
+    r.add_argument("--time-col", default=None,
+                   help="event time column: seconds, or ISO 8601 (a date-time without offset is UTC)")
+    r.add_argument("--out", required=True, help="trajectory CSV to write, - for standard output")
     r.add_argument("--every", type=_positive_int, default=1, help="write a row every k events (default 1)")
     r.add_argument("--plot", default=None, metavar="PNG", help="save threshold and cost over time")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (there is one only when stderr is a terminal and tqdm is installed)")
     return p
+
+
+def _num(x: float | None) -> str:
+    """A cost for the trajectory CSV: exact when it is a whole number, else rounded to 12
+    significant digits (float noise gone: ``853.1199999999999`` -> ``853.12``); ``None`` -> empty.
+
+    >>> _num(853.1199999999999), _num(0.1 + 0.2), _num(1234567890123.0), _num(float("-inf")), _num(None)
+    ('853.12', '0.3', '1234567890123.0', '-inf', '')
+    """
+    if x is None:
+        return ""
+    x = float(x)
+    if not math.isfinite(x) or x.is_integer():
+        return repr(x)
+    return repr(float(f"{x:.12g}"))
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name the same existing file (``-`` is never a file)."""
+    if a == "-" or b == "-":
+        return False
+    try:
+        return os.path.exists(b) and os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _check_outputs(data: str, outputs: list[tuple[str, str | None]]) -> None:
+    """Refuse an output path that is the input file (it would be overwritten)."""
+    for option, path in outputs:
+        if path is not None and _same_file(data, path):
+            raise ValueError(f"{option} {path} is the input file; refusing to overwrite it")
+
+
+def _check_magnitudes(ev: Any, fn_cost: float, fp_cost: float, class_prior: float | None) -> None:
+    """Refuse costs and weights whose products would overflow the cost sums (one clear line)."""
+    from .batch import class_coefficients
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        if ev.weights is None:
+            w1 = float(np.count_nonzero(ev.labels))
+            w0 = float(len(ev)) - w1
+        else:
+            w1 = float(ev.weights[ev.labels].sum())
+            w0 = float(ev.weights[~ev.labels].sum())
+    if not (math.isfinite(w0) and math.isfinite(w1)):
+        raise ValueError("the weights' total overflows; express the weights in larger units")
+    try:
+        a, b = class_coefficients(fn_cost, fp_cost, w0, w1, class_prior)
+        total = a * w1 + b * w0
+    except (OverflowError, ZeroDivisionError):
+        total = math.inf
+    if not total <= _MAX_TOTAL_COST:
+        raise ValueError(f"--fn-cost {fn_cost:g} / --fp-cost {fp_cost:g} are too large for this file: the total "
+                         f"cost would overflow (over {_MAX_TOTAL_COST:g}); express the costs in larger units")
 
 
 def _bounds_dict(b: Any) -> dict[str, Any]:
@@ -121,22 +261,39 @@ def _bounds_dict(b: Any) -> dict[str, Any]:
     return out
 
 
+def _bounds(r: Any, confidence: float, n_test: int) -> Any:
+    """``r.bounds(...)``, refusing (ValueError) costs so large that the cost bounds overflow."""
+    too_big = ValueError(f"the costs are too large to bound the cost of {n_test:,} new events (overflow); "
+                         "express the costs in larger units or lower --n-test")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            b = r.bounds(confidence=confidence, n_test=n_test)
+    except (OverflowError, FloatingPointError):
+        raise too_big from None
+    values = _bounds_dict(b).values()
+    if not all(math.isfinite(v) for v in values if isinstance(v, float)):
+        raise too_big
+    return b
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     """``thors fit``: read a file, print (or ``--json``) the threshold, its cost and bounds. O(n log n)."""
     from .batch import cost_curve, thors_threshold
     from .io import read_events
 
+    _check_outputs(args.data, [("--plot", args.plot)])
     t0 = time.perf_counter()
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      engine=args.engine)
     t1 = time.perf_counter()
+    _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
     np_mode = {}
     if args.max_fpr is not None or args.max_fnr is not None:
         np_mode = {"max_fpr": args.max_fpr, "max_fnr": args.max_fnr, "confidence": args.confidence}
     r = thors_threshold(ev.scores, ev.labels, fn_cost=args.fn_cost, fp_cost=args.fp_cost,
                         sample_weight=ev.weights, class_prior=args.class_prior, **np_mode)
     t2 = time.perf_counter()
-    bounds = r.bounds(confidence=args.confidence, n_test=len(ev) if args.n_test is None else args.n_test)
+    bounds = _bounds(r, args.confidence, len(ev) if args.n_test is None else args.n_test)
     if args.plot:
         from .plotting import plot_cost_curve
 
@@ -152,7 +309,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if bounds is not None:
             d["bounds"] = {"confidence": args.confidence, **_bounds_dict(bounds)}
         print(json.dumps(d))
-        return 0
+        return EXIT_OK
     thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else f"{r.threshold:.10g}"
     print(f"rows          {len(ev):,} ({r.count1:,} positive, {r.count0:,} negative)")
     print(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
@@ -175,7 +332,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     peak = _peak_rss_mb()
     print(f"time          parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s"
           + (f", peak memory {peak:,.0f} MB" if peak is not None else ""))
-    return 0
+    return EXIT_OK
 
 
 def _peak_rss_mb() -> float | None:
@@ -188,7 +345,9 @@ def _peak_rss_mb() -> float | None:
 
 
 def _progress(total: int, enabled: bool) -> Any:
-    if not enabled:
+    """A tqdm bar on stderr, only when enabled, stderr is a terminal and tqdm is installed."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    if not enabled or isatty is None or not isatty():
         return None
     try:
         from tqdm import tqdm
@@ -197,79 +356,277 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, unit="ev", unit_scale=True, file=sys.stderr)
 
 
+class HeldRates:
+    """Empirical FPR and FNR, at a given threshold, of the events a windowed StreamingThors holds.
+
+    Mirrors which events the window holds, in file order: with ``window=N`` the last N
+    events; with ``period=P`` (seconds) the events whose time is > (newest time so far) - P,
+    which is exactly what :class:`~thors_stream.StreamingThors` keeps, late events included.
+    Keeps the held weight per class and per distinct score (ranks of the file's scores), in
+    blocks of about sqrt(m) ranks, and the weight below a reference rank, so adding or
+    removing an event is O(1) and a query O(min(|rank move|, sqrt(m))) plus a binary search
+    when the threshold moved.
+    Rates follow :class:`~thors_stream.ThresholdResult`: ``fpr = (n0 - k0) / n0`` and
+    ``fnr = k1 / n1`` on the sample weights (0.0 for an absent class). With non-integer
+    weights the sums carry rounding errors of order ``eps`` times the weights added.
+    """
+
+    def __init__(self, scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None, *,
+                 window: int | None = None, period: float | None = None, times: np.ndarray | None = None) -> None:
+        if (window is None) == (period is None) or (period is not None and times is None):
+            raise ValueError("give window, or period with times")
+        self._keys, inv = np.unique(scores, return_inverse=True)
+        m = max(len(self._keys), 1)
+        self._bs = max(1, math.isqrt(m))
+        self._rank: list[int] = inv.reshape(-1).tolist()
+        self._lab: list[int] = labels.astype(np.int64).tolist()
+        self._wt: list[float] | None = weights.tolist() if weights is not None else None
+        self._t: list[float] | None = times.tolist() if times is not None else None
+        self._elem = [[0.0] * m, [0.0] * m]
+        self._blk = [[0.0] * (m // self._bs + 1), [0.0] * (m // self._bs + 1)]
+        self._thr = -math.inf  # the threshold of self._ref
+        self._tot = [0.0, 0.0]
+        self._cnt = [0, 0]
+        self._k = [0.0, 0.0]  # held weight per class with rank < self._ref
+        self._ref = 0
+        self._window, self._period = window, period
+        self._now = -math.inf
+        self._heap: list[tuple[float, int]] = []
+
+    @property
+    def held(self) -> int:
+        """Number of events held."""
+        return self._cnt[0] + self._cnt[1]
+
+    def _put(self, i: int, sign: int) -> None:
+        r, c = self._rank[i], self._lab[i]
+        w = float(sign) if self._wt is None else sign * self._wt[i]
+        self._elem[c][r] += w
+        self._blk[c][r // self._bs] += w
+        self._cnt[c] += sign
+        if self._cnt[c] == 0:
+            self._tot[c] = self._k[c] = 0.0
+            return
+        self._tot[c] += w
+        if r < self._ref:
+            self._k[c] += w
+
+    def add(self, i: int) -> None:
+        """The ``i``-th event of the file arrives (events arrive in file order); expire what leaves."""
+        if self._period is None:
+            self._put(i, 1)
+            if i >= self._window:  # type: ignore[operator]
+                self._put(i - self._window, -1)  # type: ignore[operator]
+            return
+        t = self._t[i]  # type: ignore[index]
+        if t > self._now:
+            self._now = t
+        cutoff = self._now - self._period
+        heap = self._heap
+        if t > cutoff:
+            self._put(i, 1)
+            heapq.heappush(heap, (t, i))
+        while heap and heap[0][0] <= cutoff:
+            self._put(heapq.heappop(heap)[1], -1)
+
+    def _range(self, c: int, lo: int, hi: int) -> float:
+        """Held weight of class ``c`` with rank in ``[lo, hi)``."""
+        bs, elem = self._bs, self._elem[c]
+        if hi - lo <= 2 * bs:
+            return sum(elem[lo:hi])
+        b_lo, b_hi = -(-lo // bs), hi // bs
+        return sum(elem[lo:b_lo * bs]) + sum(self._blk[c][b_lo:b_hi]) + sum(elem[b_hi * bs:hi])
+
+    def rates(self, threshold: float) -> tuple[float, float]:
+        """``(fpr, fnr)`` of the held events when predicting positive iff ``score > threshold``."""
+        if threshold != self._thr:
+            r = 0 if threshold == -math.inf else int(np.searchsorted(self._keys, threshold, side="right"))
+            self._move(r)
+            self._thr = threshold
+        n0, n1 = self._tot
+        fpr = min(max((n0 - self._k[0]) / n0, 0.0), 1.0) if self._cnt[0] and n0 > 0 else 0.0
+        fnr = min(max(self._k[1] / n1, 0.0), 1.0) if self._cnt[1] and n1 > 0 else 0.0
+        return fpr, fnr
+
+    def _move(self, r: int) -> None:
+        """Move the reference rank to ``r``, updating the held weight below it."""
+        if r != self._ref:
+            lo, hi = min(r, self._ref), max(r, self._ref)
+            sign = 1.0 if r > self._ref else -1.0
+            for c in (0, 1):
+                if self._cnt[c]:
+                    self._k[c] += sign * self._range(c, lo, hi)
+            self._ref = r
+
+
+def _iso(seconds: float) -> str:
+    """``seconds`` since the epoch as an ISO 8601 UTC date-time ending in ``Z``."""
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _plot_over_time(x: np.ndarray, threshold: np.ndarray, cost: np.ndarray, path: str, *, dates: bool,
+                    title: str) -> None:
+    """Save a PNG of the threshold and the windowed cost against time (UTC dates or seconds). O(n)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise ImportError("plotting needs matplotlib; install it with: pip install 'thors_stream[plot]'") from None
+    fig = Figure(figsize=(8, 5))
+    a1, a2 = fig.subplots(2, 1, sharex=True)
+    xs: Any = (np.round(x * 1e6).astype(np.int64).astype("datetime64[us]")) if dates else x
+    a1.plot(xs, np.where(np.isfinite(threshold), threshold, np.nan), lw=1)
+    a1.set_ylabel("threshold")
+    a1.set_title(title)
+    a2.plot(xs, cost, lw=1, color="C1")
+    a2.set_ylabel("cost in window")
+    a2.set_xlabel("time (UTC), end of the window" if dates else "time (seconds), end of the window")
+    if dates:
+        fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
-    """``thors replay``: stream a file through a windowed StreamingThors, write the trajectory. O(n log n)."""
+    """``thors replay``: stream a file through a windowed StreamingThors, write the trajectory.
+
+    Columns: ``event`` (1-based), ``time`` (with ``--time-col``: the event's time, ISO 8601
+    UTC when the file had date-times, else seconds), ``threshold``, ``cost``, ``fpr``, ``fnr``
+    (empirical, of the held events at the threshold) and ``held``. O(n log n).
+    """
     from .io import read_events
     from .stream import StreamingThors
 
     if args.period is not None and args.time_col is None:
         raise ValueError("--period needs --time-col (the event time)")
+    _check_outputs(args.data, [("--out", args.out), ("--plot", args.plot)])
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      time_col=args.time_col, engine=args.engine)
+    _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
     st = StreamingThors(fn_cost=args.fn_cost, fp_cost=args.fp_cost, window=args.window, period=args.period,
                         class_prior=args.class_prior)
+    held = HeldRates(ev.scores, ev.labels, ev.weights, window=args.window, period=args.period, times=ev.times)
     n = len(ev)
     s, y = ev.scores.tolist(), ev.labels.tolist()
     w = ev.weights.tolist() if ev.weights is not None else [1.0] * n
     t = ev.times.tolist() if ev.times is not None else None
-    bar = _progress(n, not args.no_progress)
-    steps, thrs, costs = [], [], []
+    show_time = _iso if ev.datetimes else repr
     every = args.every
+    xs, thrs, costs = [], [], []
+    now = -math.inf
+    to_stdout = args.out == "-"
+    f = sys.stdout if to_stdout else open(args.out, "w", newline="")  # closed below
+    bar = _progress(n, not args.no_progress)
     t0 = time.perf_counter()
-    with open(args.out, "w", newline="") as f:
-        out = csv.writer(f)
-        out.writerow(["event", "threshold", "cost", "held"])
+    try:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(["event", *(["time"] if t is not None else []), "threshold", "cost", "fpr", "fnr", "held"])
         for i in range(n):
             if t is None:
                 st.update(s[i], y[i], w[i])
             else:
                 st.update(s[i], y[i], w[i], t=t[i])
+                if t[i] > now:
+                    now = t[i]
+            held.add(i)
             if (i + 1) % every == 0 or i == n - 1:
-                thr, c = st.get(), st.cost
-                out.writerow([i + 1, repr(thr), repr(c), len(st)])
-                steps.append(i + 1)
+                thr, c, k = st.get(), st.cost, len(st)
+                if held.held != k:  # pragma: no cover - the mirror is tested against the library
+                    raise RuntimeError(f"internal error: {held.held} events mirrored, {k} held")
+                fpr, fnr = held.rates(thr)
+                row = [i + 1, repr(thr), _num(c), repr(round(fpr, 12)), repr(round(fnr, 12)), k]
+                if t is not None:
+                    row.insert(1, show_time(t[i]))
+                out.writerow(row)
+                xs.append(i + 1 if t is None else now)
                 thrs.append(thr)
                 costs.append(c)
             if bar is not None and (i + 1) % 1000 == 0:
                 bar.update(1000)
         if bar is not None:
             bar.update(n % 1000)
+        f.flush()
+    finally:
+        if bar is not None:
             bar.close()
+        if not to_stdout:
+            f.close()
     secs = time.perf_counter() - t0
-    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {st.cost!r}; "
-          f"trajectory written to {args.out}", file=sys.stderr)
+    where = "standard output" if to_stdout else args.out
+    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
+          f"trajectory written to {where}", file=sys.stderr)
     if args.plot:
-        import numpy as np
+        title = f"replay of {'standard input' if args.data == '-' else args.data}"
+        if t is None:
+            from .plotting import plot_trajectory
 
-        from .plotting import plot_trajectory
+            plot_trajectory(np.array(xs), np.array(thrs, dtype=float), np.array(costs, dtype=float), args.plot,
+                            title=title)
+        else:
+            _plot_over_time(np.array(xs, dtype=float), np.array(thrs, dtype=float), np.array(costs, dtype=float),
+                            args.plot, dates=ev.datetimes, title=title)
+    return EXIT_OK
 
-        plot_trajectory(np.array(steps), np.array(thrs, dtype=float), np.array(costs, dtype=float), args.plot,
-                        title=f"replay of {args.data}")
-    return 0
+
+def _error_text(exc: BaseException) -> str:
+    """One line for an error: OS errors as ``path: reason``."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``thors`` command line; returns the exit code (2 on bad input, no traceback).
-
-    >>> main(["fit", "/nonexistent.csv", "--score-col", "s", "--label-col", "y", "--fn-cost", "1",
-    ...       "--fp-cost", "1"])
-    2
-    """
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _run(argv: list[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # usage error (2), --help or --version (0): return the code, do not exit
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
     try:
         if args.command == "demo":
             from .demo import run_demo
 
             run_demo(fn_cost=args.fn_cost, fp_cost=args.fp_cost, window=args.window, limit=args.limit,
                      every=args.every)
-            return 0
-        if args.command == "fit":
-            return cmd_fit(args)
-        return cmd_replay(args)
+            code = EXIT_OK
+        elif args.command == "fit":
+            code = cmd_fit(args)
+        else:
+            code = cmd_replay(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside main, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        raise
     except (ValueError, ImportError, OSError) as exc:  # InputError is a ValueError
-        print(f"thors {args.command}: error: {exc}", file=sys.stderr)
+        print(f"thors {args.command}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_INPUT
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (e.g. captured in tests)
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``thors`` command line; returns the exit code (see the module docstring).
+
+    Bad input is one line on stderr and exit code 2, no traceback. When standard output
+    is closed early (``thors ... --out - | head``) the command stops quietly with code 0.
+
+    >>> main(["fit", "/nonexistent.csv", "--score-col", "s", "--label-col", "y", "--fn-cost", "1",
+    ...       "--fp-cost", "1"])
+    2
+    """
+    try:
+        return _run(argv)
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:
+        print("thors: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -1,192 +1,448 @@
-"""Reading labelled scores from files, with errors that point at the line.
+"""Reading labelled scores from files, with errors that name the file and the line.
 
-CSV is read with the standard library (no dependency). When ``pyarrow`` is
-installed (the ``parquet`` extra) CSV parsing uses its multi-threaded reader and
-Parquet files can be read; any problem found in that fast path is located again
-with the standard-library reader so the error names the exact line.
+One set of rules, the same whichever reader runs (``engine``):
+
+* **Input**: a regular file, or ``-`` for standard input (read to its end first).
+  A directory, FIFO, device or socket is refused before it is opened (no blocking).
+* **Format**: Parquet when the content starts with the magic bytes ``PAR1``, whatever
+  the file is called; anything else is CSV with a header line. A file named
+  ``*.parquet``/``*.pq`` without the magic is refused.
+* **CSV**: UTF-8 (a byte-order mark is skipped); a used field that is not UTF-8 is
+  refused, naming the line. No field may be longer than :data:`FIELD_LIMIT` characters
+  (the standard library's limit), in any column. Blank lines are skipped; a row may have
+  more fields than the header, not fewer.
+* **Labels**: exactly ``0``, ``1``, ``true``, ``false`` (any case, surrounding spaces
+  ignored); ``yes``, ``no``, ``t``, ``1.0``, empty are refused. A Parquet label column may
+  also be boolean or integer 0/1; a float label column is refused.
+* **Scores, weights**: finite numbers; weights > 0.
+* **Times**: a number of seconds, or an ISO 8601 date or date-time. A date-time without a
+  UTC offset is **UTC** (never the machine's local time zone, so ``TZ`` does not matter).
+  Parquet timestamps (naive ones are UTC too), dates and numbers are read as such.
+* **Nulls** (empty Parquet values) are refused, naming the row.
+
+The standard-library reader is the reference. When ``pyarrow`` is installed (the
+``parquet`` extra) CSV is first read with its multi-threaded reader; whenever that fast
+path meets anything it does not handle exactly like the reference (a bad value, an
+over-long field, mixed time formats, a ragged row...), the file is read again with the
+standard-library reader, which then gives the answer or the error with its line number.
+So both engines accept the same files and return the same numbers.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import math
 import os
+import stat
+import sys
 from dataclasses import dataclass
-from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["Events", "InputError", "read_events"]
+__all__ = ["FIELD_LIMIT", "Events", "InputError", "read_events"]
 
-_TRUE = {"1", "1.0", "true", "t", "yes"}
-_FALSE = {"0", "0.0", "false", "f", "no"}
+FIELD_LIMIT = 131_072
+"""Longest CSV field accepted, in characters (Python's ``csv.field_size_limit()`` default)."""
+
+_LABELS = {"0": False, "1": True, "false": False, "true": True}
+_LABEL_RULE = "label must be 0/1/true/false"
+_UTC = dt.timezone.utc
+_PARQUET_MAGIC = b"PAR1"
 
 
 class InputError(ValueError):
-    """A problem in an input file; the message names the file and the line."""
+    """A problem in an input file; the message names the file and the line (CSV) or row (Parquet)."""
 
 
 @dataclass
 class Events:
-    """Columns read from a file: scores, labels (bool), optional weights and times (seconds)."""
+    """Columns read from a file.
+
+    ``scores`` (float64), ``labels`` (bool), optional ``weights`` (float64, > 0) and
+    ``times`` (float64 seconds since the Unix epoch, UTC). ``datetimes`` is True when some
+    time was written as a date or date-time (ISO 8601 text, a Parquet timestamp or date),
+    False when every time was a plain number of seconds.
+    """
 
     scores: np.ndarray
     labels: np.ndarray
     weights: np.ndarray | None = None
     times: np.ndarray | None = None
+    datetimes: bool = False
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
 
 
+class _Fallback(Exception):
+    """The pyarrow CSV path met something only the reference reader handles exactly."""
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where the bytes come from: a regular file (``path``) or standard input (``data``)."""
+
+    name: str
+    path: str | None = None
+    data: bytes | None = None
+
+    def open(self) -> IO[bytes]:
+        return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")  # type: ignore[arg-type]
+
+    def head(self, n: int) -> bytes:
+        if self.data is not None:
+            return self.data[:n]
+        with self.open() as f:
+            return f.read(n)
+
+    def arrow(self) -> Any:
+        """A pyarrow-readable source (path or buffer)."""
+        import pyarrow as pa
+
+        return pa.BufferReader(self.data) if self.data is not None else self.path
+
+
+def _open_source(path: str) -> _Source:
+    """Check the input without opening it (a FIFO would block), or read standard input for ``-``."""
+    if path == "-":
+        stdin = sys.stdin
+        if stdin is None:
+            raise InputError("-: there is no standard input")
+        buf = getattr(stdin, "buffer", None)
+        data = buf.read() if buf is not None else stdin.read().encode("utf-8", "surrogateescape")
+        return _Source("<stdin>", data=data)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file (a FIFO, device or socket); use - to read standard input")
+    return _Source(path, path=path)
+
+
+def _show(text: str, limit: int = 40) -> str:
+    """``repr`` of a field, shortened for messages."""
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + f"... ({len(text):,} characters)"
+
+
+def _not_utf8(text: str) -> bool:
+    """Whether a field decoded with ``surrogateescape`` held bytes that are not UTF-8."""
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
+def _bad(text: str, what: str, why: str) -> ValueError:
+    if _not_utf8(text):
+        raw = text.encode("utf-8", "surrogateescape")
+        shown = repr(raw[:40]) + ("..." if len(raw) > 40 else "")
+        return ValueError(f"{what} is not UTF-8 text: {shown}")
+    return ValueError(why)
+
+
 def _label(text: str) -> bool:
-    t = text.strip().lower()
-    if t in _TRUE:
-        return True
-    if t in _FALSE:
-        return False
-    raise ValueError(f"label must be 0/1/true/false, got {text!r}")
+    v = _LABELS.get(text.strip().lower())
+    if v is None:
+        raise _bad(text, "label", f"{_LABEL_RULE}, got {_show(text)}")
+    return v
 
 
 def _number(text: str, what: str) -> float:
     try:
         v = float(text)
     except ValueError:
-        raise ValueError(f"{what} is not a number: {text!r}") from None
+        raise _bad(text, what, f"{what} is not a number: {_show(text)}") from None
     if not math.isfinite(v):
-        raise ValueError(f"{what} must be finite, got {text!r}")
+        raise ValueError(f"{what} must be finite, got {_show(text)}")
     return v
 
 
-def _time(text: str) -> float:
+def _time(text: str) -> tuple[float, bool]:
+    """Seconds since the epoch and whether ``text`` was a date-time (naive = UTC)."""
     try:
-        return _number(text, "time")
+        return _number(text, "time"), False
     except ValueError:
         pass
+    t = text.strip()
+    if t[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not know "Z"
+        t = t[:-1] + "+00:00"
     try:
-        return dt.datetime.fromisoformat(text.strip()).timestamp()
+        d = dt.datetime.fromisoformat(t)
     except ValueError:
-        raise ValueError(f"time is neither seconds nor an ISO 8601 date-time: {text!r}") from None
+        raise _bad(text, "time", f"time is neither seconds nor an ISO 8601 date-time: {_show(text)}") from None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=_UTC)
+    return d.timestamp(), True
 
 
-def _columns(header: list[str], wanted: dict[str, str | None], path: str) -> dict[str, int]:
+def _columns(header: list[str], wanted: dict[str, str | None], name: str) -> dict[str, int]:
     idx = {}
     names = [h.strip() for h in header]
-    for role, name in wanted.items():
-        if name is None:
+    for role, col in wanted.items():
+        if col is None:
             continue
-        if name not in names:
-            raise InputError(f"{path}: no column {name!r} (the {role} column); columns are {names}")
-        idx[role] = names.index(name)
+        if col not in names:
+            raise InputError(f"{name}: no column {col!r} (the {role} column); columns are {names}")
+        idx[role] = names.index(col)
     return idx
 
 
-def _read_csv_stdlib(path: str, wanted: dict[str, str | None]) -> Events:
-    with open(path, newline="", encoding="utf-8") as f:
+def _csv_error(name: str, line: int, exc: csv.Error) -> InputError:
+    msg = str(exc)
+    if "field larger than field limit" in msg:
+        msg = f"a field is longer than {FIELD_LIMIT:,} characters"
+    return InputError(f"{name} line {line}: {msg}")
+
+
+def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
+    """The reference CSV reader (standard library). O(rows)."""
+    name = src.name
+    with src.open() as raw:
+        f = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
         reader = csv.reader(f)
         try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError(f"{path}: the file is empty (no header line)") from None
-        idx = _columns(header, wanted, path)
-        si, yi = idx["score"], idx["label"]
-        wi, ti = idx.get("weight"), idx.get("time")
-        need = max(idx.values()) + 1
-        s: list[float] = []
-        y: list[bool] = []
-        w: list[float] = []
-        t: list[float] = []
-        for row in reader:
-            if not row or (len(row) == 1 and not row[0].strip()):
-                continue  # blank line
             try:
-                if len(row) < need:
-                    raise ValueError(f"expected at least {need} fields, got {len(row)}")
-                s.append(_number(row[si], "score"))
-                y.append(_label(row[yi]))
-                if wi is not None:
-                    v = _number(row[wi], "weight")
-                    if v <= 0:
-                        raise ValueError(f"weight must be > 0, got {row[wi]!r}")
-                    w.append(v)
-                if ti is not None:
-                    t.append(_time(row[ti]))
-            except ValueError as exc:
-                raise InputError(f"{path} line {reader.line_num}: {exc}") from None
+                header = next(reader)
+            except StopIteration:
+                raise InputError(f"{name}: the file is empty (no header line)") from None
+            idx = _columns(header, wanted, name)
+            si, yi = idx["score"], idx["label"]
+            wi, ti = idx.get("weight"), idx.get("time")
+            need = max(idx.values()) + 1
+            s: list[float] = []
+            y: list[bool] = []
+            w: list[float] = []
+            t: list[float] = []
+            dates = False
+            for row in reader:
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue  # blank line
+                try:
+                    if len(row) < need:
+                        raise ValueError(f"expected at least {need} fields, got {len(row)}")
+                    s.append(_number(row[si], "score"))
+                    y.append(_label(row[yi]))
+                    if wi is not None:
+                        v = _number(row[wi], "weight")
+                        if v <= 0:
+                            raise ValueError(f"weight must be > 0, got {_show(row[wi])}")
+                        w.append(v)
+                    if ti is not None:
+                        tv, isdate = _time(row[ti])
+                        t.append(tv)
+                        dates = dates or isdate
+                except ValueError as exc:
+                    raise InputError(f"{name} line {reader.line_num}: {exc}") from None
+        except csv.Error as exc:
+            raise _csv_error(name, reader.line_num, exc) from None
     if not s:
-        raise InputError(f"{path}: no data rows")
+        raise InputError(f"{name}: no data rows")
     return Events(
         np.array(s, dtype=np.float64), np.array(y, dtype=bool),
         np.array(w, dtype=np.float64) if wi is not None else None,
         np.array(t, dtype=np.float64) if ti is not None else None,
+        dates,
     )
 
 
-def _read_arrow(path: str, wanted: dict[str, str | None], parquet: bool) -> Events:
+def _arrow_header(src: _Source) -> list[str]:
+    """The header fields as the reference reader sees them (a single-line header only)."""
+    with src.open() as f:
+        line = f.readline(4 * FIELD_LIMIT + 2)
+    if not line.endswith(b"\n"):
+        raise _Fallback
+    try:
+        return next(csv.reader([line.decode("utf-8-sig")]))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        raise _Fallback from None
+
+
+def _arrow_seconds(col: Any) -> tuple[np.ndarray, bool]:
+    """Times from a column of CSV bytes: all numbers, all naive ISO (UTC) or all ISO with offsets."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    cols = [c for c in wanted.values() if c is not None]
-    if parquet:
-        import pyarrow.parquet as pq
-
+    try:
+        return pc.cast(col, pa.float64()).to_numpy(zero_copy_only=False), False
+    except pa.ArrowException:
+        pass
+    text = pc.cast(col, pa.string())
+    for typ in (pa.timestamp("us"), pa.timestamp("us", tz="UTC")):
         try:
-            table = pq.read_table(path, columns=cols)
-        except (pa.ArrowInvalid, KeyError, OSError) as exc:
-            raise InputError(f"{path}: cannot read Parquet columns {cols}: {exc}") from None
-    else:
-        from pyarrow import csv as pacsv
+            us = pc.cast(text, typ)
+        except pa.ArrowException:
+            continue
+        return us.cast(pa.int64()).to_numpy(zero_copy_only=False) / 1e6, True
+    raise _Fallback
 
-        opts = pacsv.ConvertOptions(include_columns=cols, strings_can_be_null=False)
-        table = pacsv.read_csv(path, convert_options=opts)  # errors are re-located by the caller
+
+def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
+    """The fast CSV path (pyarrow, streamed). Raises :class:`_Fallback` for anything the
+    reference reader must decide; never an :class:`InputError` of its own. O(rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyarrow import csv as pacsv
+
+    header = _arrow_header(src)
+    if len(set(header)) != len(header):
+        raise _Fallback
+    try:
+        idx = _columns(header, wanted, src.name)
+    except InputError:
+        raise _Fallback from None
+    si, yi, wi, ti = idx["score"], idx["label"], idx.get("weight"), idx.get("time")
+    label_keys = pa.array(["0", "false", "1", "true"])
+    convert = pacsv.ConvertOptions(column_types={h: pa.binary() for h in header}, strings_can_be_null=False)
+    parts: dict[str, list[np.ndarray]] = {"s": [], "y": [], "w": [], "t": []}
+    dates = False
+    for batch in pacsv.open_csv(src.arrow(), convert_options=convert):
+        if batch.schema.names != header:
+            raise _Fallback
+        for col in batch.columns:
+            if col.null_count or (len(col) and pc.max(pc.binary_length(col)).as_py() > FIELD_LIMIT):
+                raise _Fallback  # bytes >= characters: the reference reader decides
+        s = pc.cast(batch.column(si), pa.float64()).to_numpy(zero_copy_only=False)
+        if not np.isfinite(s).all():
+            raise _Fallback
+        pos = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(pc.cast(batch.column(yi), pa.string()))),
+                          value_set=label_keys)
+        if pos.null_count:
+            raise _Fallback
+        parts["s"].append(s)
+        parts["y"].append(pos.to_numpy(zero_copy_only=False) >= 2)
+        if wi is not None:
+            w = pc.cast(batch.column(wi), pa.float64()).to_numpy(zero_copy_only=False)
+            if not (np.isfinite(w) & (w > 0)).all():
+                raise _Fallback
+            parts["w"].append(w)
+        if ti is not None:
+            t, isdate = _arrow_seconds(batch.column(ti))
+            if not np.isfinite(t).all():
+                raise _Fallback
+            parts["t"].append(t)
+            dates = dates or isdate
+    if not parts["s"] or not sum(len(a) for a in parts["s"]):
+        raise _Fallback
+
+    def cat(key: str) -> np.ndarray:
+        return np.concatenate(parts[key]).astype(np.float64, copy=False)
+
+    return Events(cat("s"), np.concatenate(parts["y"]).astype(bool, copy=False),
+                  cat("w") if wi is not None else None, cat("t") if ti is not None else None, dates)
+
+
+def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
+    """Read a Parquet file (pyarrow); errors name the file and the row. O(rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    name = src.name
+    cols = list(dict.fromkeys(c for c in wanted.values() if c is not None))
+    try:
+        pf = pq.ParquetFile(src.arrow())
+        _columns(pf.schema_arrow.names, wanted, name)
+        table = pf.read(columns=cols)
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        raise InputError(f"{name}: cannot read it as Parquet: {str(exc).splitlines()[0]}") from None
 
     def where(mask: np.ndarray, what: str) -> InputError:
-        i = int(np.flatnonzero(mask)[0])
-        return InputError(f"{path} row {i + 1}: {what}")
+        return InputError(f"{name} row {int(np.flatnonzero(mask)[0]) + 1}: {what}")
 
-    def numbers(name: str, what: str) -> np.ndarray:
-        col = table.column(name)
-        if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
-            raise ValueError(f"{what} column {name!r} is not numeric ({col.type})")
-        arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
+    def column(role: str) -> Any:
+        col = table.column(wanted[role])
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if col.null_count:
+            raise where(pc.is_null(col).to_numpy(zero_copy_only=False), f"{role} is null (empty)")
+        return col
+
+    def numeric(col: Any) -> bool:
+        t = col.type
+        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+
+    def wrong_type(role: str, col: Any, want: str) -> InputError:
+        return InputError(f"{name}: the {role} column {wanted[role]!r} has type {col.type}; {want}")
+
+    def numbers(role: str) -> np.ndarray:
+        col = column(role)
+        if not numeric(col):
+            raise wrong_type(role, col, "it must be numeric")
+        arr = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
         bad = ~np.isfinite(arr)
         if bad.any():
-            raise where(bad, f"{what} must be finite, got {arr[bad][0].item()!r}")
+            raise where(bad, f"{role} must be finite, got {arr[bad][0].item()!r}")
         return arr
 
-    s = numbers(wanted["score"], "score")  # type: ignore[arg-type]
-    lab = table.column(wanted["label"])
+    s = numbers("score")
+    lab = column("label")
     if pa.types.is_boolean(lab.type):
         y = lab.to_numpy(zero_copy_only=False).astype(bool)
-    elif pa.types.is_integer(lab.type) or pa.types.is_floating(lab.type):
-        ya = lab.to_numpy(zero_copy_only=False).astype(np.float64)
+    elif pa.types.is_integer(lab.type):
+        ya = lab.to_numpy(zero_copy_only=False)
         bad = (ya != 0) & (ya != 1)
         if bad.any():
-            raise where(bad, f"label must be 0/1/true/false, got {ya[bad][0]!r}")
+            raise where(bad, f"{_LABEL_RULE}, got {ya[bad][0].item()!r}")
         y = ya == 1
+    elif pa.types.is_string(lab.type) or pa.types.is_large_string(lab.type):
+        pos = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(lab)),
+                          value_set=pa.array(["0", "false", "1", "true"])).to_numpy(zero_copy_only=False)
+        bad = np.isnan(pos.astype(np.float64))
+        if bad.any():
+            raise where(bad, f"{_LABEL_RULE}, got {_show(lab[int(np.flatnonzero(bad)[0])].as_py())}")
+        y = pos >= 2
     else:
-        low = pc.utf8_lower(pc.utf8_trim_whitespace(lab.cast(pa.string()))).to_numpy(zero_copy_only=False)
-        yt, yf = np.isin(low, list(_TRUE)), np.isin(low, list(_FALSE))
-        if not (yt | yf).all():
-            raise where(~(yt | yf), "label must be 0/1/true/false")
-        y = yt
+        raise wrong_type("label", lab, "labels must be boolean, integer 0/1 or text 0/1/true/false")
     w = None
     if wanted.get("weight"):
-        w = numbers(wanted["weight"], "weight")  # type: ignore[arg-type]
+        w = numbers("weight")
         if (w <= 0).any():
-            raise where(w <= 0, "weight must be > 0")
-    t = None
+            raise where(w <= 0, f"weight must be > 0, got {w[w <= 0][0].item()!r}")
+    t, dates = None, False
     if wanted.get("time"):
-        col = table.column(wanted["time"])
-        if pa.types.is_timestamp(col.type):
+        col = column("time")
+        typ = col.type
+        if pa.types.is_timestamp(typ):  # stored as UTC; a naive timestamp is taken as UTC
             t = col.cast(pa.int64()).to_numpy(zero_copy_only=False) / {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[
-                col.type.unit]
+                typ.unit]
+            dates = True
+        elif pa.types.is_date(typ):
+            t = col.cast(pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False) * 86400.0
+            dates = True
+        elif numeric(col):
+            t = numbers("time")
+        elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
+            vals = []
+            for i, text in enumerate(col.to_pylist()):
+                try:
+                    tv, isdate = _time(text)
+                except ValueError as exc:
+                    raise InputError(f"{name} row {i + 1}: {exc}") from None
+                vals.append(tv)
+                dates = dates or isdate
+            t = np.array(vals, dtype=np.float64)
         else:
-            t = numbers(wanted["time"], "time")  # type: ignore[arg-type]
+            raise wrong_type("time", col, "times must be numbers of seconds, timestamps, dates or ISO 8601 text")
     if s.shape[0] == 0:
-        raise InputError(f"{path}: no data rows")
-    return Events(s, y, w, t)
+        raise InputError(f"{name}: no data rows")
+    return Events(s, y, w, None if t is None else np.asarray(t, dtype=np.float64), dates)
+
+
+def _have_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def read_events(
@@ -195,51 +451,43 @@ def read_events(
 ) -> Events:
     """Read scores, labels (and weights, times) from a CSV (with a header) or Parquet file.
 
-    Labels may be 0/1/true/false (any case); times seconds or ISO 8601 date-times.
-    ``engine``: ``"auto"`` (pyarrow when installed), ``"python"`` (standard library)
-    or ``"pyarrow"``. Bad content raises :class:`InputError` naming the file and the
-    line (CSV) or row (Parquet). O(rows).
+    ``path`` is a regular file or ``"-"`` for standard input. The format is found from the
+    content (Parquet starts with ``PAR1``). Labels are exactly 0/1/true/false (any case);
+    times seconds or ISO 8601 (a date-time without offset is UTC). ``engine``: ``"auto"``
+    (pyarrow when installed), ``"python"`` (standard library) or ``"pyarrow"`` for CSV; both
+    accept the same files and give the same numbers (see the module docstring for the
+    rules); Parquet always needs pyarrow. Bad content raises :class:`InputError` naming the
+    file and the line (CSV) or row (Parquet). O(rows).
 
     Examples
     --------
     >>> import os, tempfile
     >>> p = os.path.join(tempfile.mkdtemp(), "v.csv")
-    >>> _ = open(p, "w").write("score,fraud\\n0.9,1\\n0.2,0\\n0.4,yes\\n")
+    >>> _ = open(p, "w").write("score,fraud\\n0.9,1\\n0.2,0\\n0.4,TRUE\\n")
     >>> read_events(p, score_col="score", label_col="fraud", engine="python").labels.tolist()
     [True, False, True]
-    >>> _ = open(p, "w").write("score,fraud\\n0.9,1\\n0.2,maybe\\n")
+    >>> _ = open(p, "w").write("score,fraud\\n0.9,1\\n0.2,yes\\n")
     >>> read_events(p, score_col="score", label_col="fraud", engine="python")
     Traceback (most recent call last):
     ...
-    thors_stream.io.InputError: ... line 3: label must be 0/1/true/false, got 'maybe'
+    thors_stream.io.InputError: ... line 3: label must be 0/1/true/false, got 'yes'
     """
-    p = str(path)
-    if not Path(p).exists():
-        raise InputError(f"{p}: no such file")
-    wanted = {"score": score_col, "label": label_col, "weight": weight_col, "time": time_col}
-    parquet = p.endswith((".parquet", ".pq"))
     if engine not in ("auto", "python", "pyarrow"):
         raise ValueError(f"engine must be 'auto', 'python' or 'pyarrow', got {engine!r}")
-    use_arrow = engine == "pyarrow" or parquet
-    if engine == "auto" and not parquet:
-        try:
-            import pyarrow
-
-            use_arrow = True
-        except ImportError:
-            use_arrow = False
-    if use_arrow:
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise InputError(
-                f"{p}: reading {'Parquet' if parquet else 'with engine=pyarrow'} needs pyarrow: "
-                "pip install 'thors_stream[parquet]'"
-            ) from None
+    src = _open_source(os.fspath(path))
+    wanted = {"score": score_col, "label": label_col, "weight": weight_col, "time": time_col}
+    parquet = src.head(len(_PARQUET_MAGIC)) == _PARQUET_MAGIC
+    if not parquet and src.name.lower().endswith((".parquet", ".pq")):
+        raise InputError(f"{src.name}: not a Parquet file (it does not start with PAR1)")
+    if parquet or engine == "pyarrow":
+        if not _have_pyarrow():
+            what = "Parquet" if parquet else "with engine=pyarrow"
+            raise InputError(f"{src.name}: reading {what} needs pyarrow: pip install 'thors_stream[parquet]'")
         if parquet:
-            return _read_arrow(p, wanted, parquet=True)
+            return _read_parquet(src, wanted)
+    if engine == "pyarrow" or (engine == "auto" and _have_pyarrow()):
         try:
-            return _read_arrow(p, wanted, parquet=False)
-        except Exception:  # locate the problem line with the exact reader
-            return _read_csv_stdlib(p, wanted)
-    return _read_csv_stdlib(p, wanted)
+            return _read_csv_arrow(src, wanted)
+        except Exception:  # anything unusual: the reference reader decides
+            pass
+    return _read_csv_stdlib(src, wanted)
