@@ -47,6 +47,15 @@ def dd_add(hi: float, lo: float, w: float) -> tuple[float, float]:
     return h, t - (h - s)
 
 
+def _sums_exact(*arrays: np.ndarray) -> bool:
+    """Whether every sum of these weights is exact in float64: integers whose absolute
+    total stays below 2**53 (the common unit-weight case)."""
+    for a in arrays:
+        if not (np.all(a == np.round(a)) and float(np.abs(a).sum()) < 2.0**53):
+            return False
+    return True
+
+
 class PyCore:
     """Numpy backend core: :class:`~thors_stream._prefix.SortedPrefixMin` plus an
     :class:`~thors_stream._queue.EventQueue` (``ring`` 0: none, 1: count, 2: time).
@@ -119,6 +128,23 @@ class PyCore:
                      dc0: np.ndarray) -> None:
         """Per-event (or per-key) deltas sorted by key; keys may repeat."""
         if not keys.shape[0]:
+            return
+        if not _sums_exact(dw1, dw0):
+            # per-key float sums could round (e.g. 2**30 + 2**-30 - 2**30): one event at a
+            # time through the tree's error-free per-key sums instead
+            rows = list(zip(*(x.tolist() for x in (keys, dw1, dw0, dc1, dc0))))
+            for phase in (1, -1, 0):  # additions first: no count dips below zero
+                for k, a1, a0, b1, b0 in rows:
+                    for pos, w, c in ((True, a1, b1), (False, a0, b0)):
+                        if phase == 1 and c > 0:  # c events of total weight w
+                            for i in range(int(c)):
+                                self.add(k, pos, w if i == 0 else 0.0)
+                        elif phase == -1 and c < 0:
+                            for i in range(int(-c)):
+                                self.remove(k, pos, -w if i == 0 else 0.0)
+                        elif phase == 0 and c == 0 and w != 0.0:  # a low part: weight only
+                            self._t.apply_sorted(np.array([k]), np.array([w if pos else 0.0]),
+                                                 np.array([0.0 if pos else w]), np.zeros(1), np.zeros(1))
             return
         starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
         k = keys[starts]
