@@ -334,3 +334,15 @@ def test_replay_plot_x_axis_is_time_in_period_mode(data, tmp_path, capsys, monke
     code, _, _ = run(["replay", str(p), *COLS, *COSTS, "--window", "50", "--out", str(tmp_path / "o.csv"),
                       "--plot", str(png)], capsys)
     assert saved[-1].axes[-1].get_xlabel() == "events"
+
+
+def test_interrupt_is_one_line_exit_130(data, capsys, monkeypatch):
+    import thors_stream.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_fit", interrupted)
+    p, *_ = data
+    code, out, err = run(["fit", str(p), *COLS, *COSTS], capsys)
+    assert code == 130 and err == "thors: interrupted\n" and out == ""
