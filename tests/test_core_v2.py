@@ -144,7 +144,7 @@ def test_regression_window2_departed_wide_sum(cfg):
     stt.update(0.9, 1, 2.0**-30)
     stt.update(0.5, 0, 2.0**-32)
     held = [(0.9, 1, 2.0**-30), (0.5, 0, 2.0**-32)]
-    keys, w1, w0, c1, c0 = rows_of(stt)
+    keys, w1, _, c1, _ = rows_of(stt)
     assert keys == [0.5, 0.9] and w1 == [0.0, 2.0**-30] and c1 == [0.0, 1.0]
     thr, best, _ = brute_force(held, 1, 1)
     assert stt.get() == thr
@@ -252,7 +252,7 @@ def test_two_threads_on_one_summary(cfg):
     def worker(seed):
         rng = np.random.default_rng(seed)
         try:
-            for i in range(1500):
+            for _ in range(1500):
                 r = rng.random()
                 if r < 0.6:
                     stt.update(float(rng.integers(0, 50)) / 10, int(rng.random() < 0.3))
@@ -287,7 +287,7 @@ def test_revert_without_window_refuses_unheld_weight():
         stt.update(0.5, 1)
         stt.update(0.5, 1)
         before = rows_of(stt)
-        with pytest.raises(KeyError, match="weight 0.25"):
+        with pytest.raises(KeyError, match=r"weight 0\.25"):
             stt.revert(0.5, 1, 0.25)
         assert rows_of(stt) == before
         stt.update(0.5, 1, 0.25)

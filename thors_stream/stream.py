@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
+from . import _validation
 from ._backend import export_lo, export_rows, load_rows, make_core, resolve_backend
 from ._core import PyCore, queue_of
 from ._ledger import WeightLedger
 from ._queue import CANCELLED
-from . import _validation
 from ._validation import (
     check_class_prior,
     check_labels,
@@ -451,8 +451,9 @@ class StreamingThors:
         _, _, c1, c0 = self._tree.totals()
         delta = (1.0 - self.confidence) / (2.0 if self.max_fpr is not None and self.max_fnr is not None else 1.0)
         b0, b1 = max(0, int(c0) - _NP_SPAN), max(0, int(c1) - _NP_SPAN)
-        k0 = _rank_table(b0, 2 * _NP_SPAN + 1, self.max_fpr, delta) if self.max_fpr is not None else np.zeros(0, np.int64)
-        m1 = np.zeros(0, np.int64)
+        k0 = m1 = np.zeros(0, np.int64)
+        if self.max_fpr is not None:
+            k0 = _rank_table(b0, 2 * _NP_SPAN + 1, self.max_fpr, delta)
         if self.max_fnr is not None:
             k1 = _rank_table(b1, 2 * _NP_SPAN + 1, self.max_fnr, delta)
             m1 = np.where(k1 < 0, -1, np.arange(b1, b1 + k1.shape[0]) - k1)
