@@ -1,21 +1,30 @@
 """Sliding-window throughput of StreamingThors against a hand-written sort-and-scan.
 
-For each window size N and score kind (uniform floats; uniform rounded to 3
-decimals), 5% positives, FN cost 10, FP cost 1:
+Two tables, measured in one run.
 
-- ``us/event``: median microseconds per event of ``update`` (insert the new event,
-  expire the oldest) followed by ``get`` (read the threshold), per backend;
-- ``naive``: the same step done by hand with numpy (overwrite the oldest slot of
-  the window arrays, ``np.argsort``, group ties, ``cumsum``, ``argmin``), measured
-  in the same run;
-- ``ratio``: naive / ours;
-- ``update_many``: microseconds per event when the same stream arrives in
-  10,000-event batches (insert + expire), followed by one ``get`` per batch;
-- ``B/event``: bytes allocated per held event (tracemalloc: tree, queue, everything).
+**Sizes** (window N, uniform scores or rounded to 3 decimals, 5% positives, FN 10, FP 1):
 
-Run: ``python benchmarks/stream_throughput.py`` (``--quick`` for a smoke run,
-``--sizes 1e3,1e4`` to choose windows). Timings are medians over chunks of events
-so that a stray pause does not move them; the machine's other load still does.
+- ``us/event``: microseconds per event of ``update`` (insert the new event, expire the
+  oldest) followed by ``get``, per backend, through the public Python API;
+- ``naive``: the same step by hand with numpy (overwrite the oldest slot, ``np.argsort``,
+  group ties, ``cumsum``, ``argmin``), and ``ratio`` = naive / compiled;
+- ``update_many``: microseconds per event when the stream arrives in 10,000-event batches
+  (insert + expire), one ``get`` per batch;
+- ``tree B/score``: bytes of the compiled tree per distinct score held (allocated arenas,
+  slack included); ``B/event``: everything Python allocated per held event (tracemalloc:
+  tree, expiry queue, objects).
+
+**Targets** (issue 12): window 1e6 and 1e5 with distinct scores; ``update_many`` in 10k
+batches at 1e6; the ``revert`` path that ``river.utils.Rolling`` drives (an unwindowed
+summary: ``update`` + ``revert`` of the event leaving + ``get``) next to the window path;
+Neyman-Pearson mode (``max_fpr=0.1``) next to plain mode at window 1e4. The previous
+engine's figures are the recorded run in ``benchmarks/results/stream_throughput.md`` of
+the treap engine (commit a867962), quoted, not re-run.
+
+Timings are the median of per-chunk means (500 events a chunk), best of three passes,
+so a stray pause does not move them; the machine's other load still does.
+
+Run: ``python benchmarks/stream_throughput.py`` (~3 min; ``--quick`` for a smoke run).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -35,9 +45,13 @@ from thors_stream import StreamingThors
 from thors_stream._backend import available_backends
 
 FN, FP, POS_RATE = 10.0, 1.0, 0.05
+# the treap engine's recorded figures (benchmarks/results/stream_throughput.md before core v2,
+# and issue 12 for the Neyman-Pearson pair)
+PREVIOUS = {"window 1e6": 6.25, "window 1e5": 3.41, "update_many 1e6": 1.73, "np 1e4": 16.0, "plain 1e4": 3.0,
+            "B/score": 72.0}
 
 
-def make_stream(n: int, rounded: bool, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def make_stream(n: int, rounded: bool = False, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     s = rng.random(n)
     if rounded:
@@ -69,39 +83,73 @@ def time_naive(s: np.ndarray, y: np.ndarray, n: int, events: int) -> tuple[float
     return statistics.median(times) * 1e6, thr
 
 
-def time_stream(
-    s: np.ndarray, y: np.ndarray, n: int, events: int, backend: str, chunk: int = 500
-) -> tuple[float, float]:
-    st = StreamingThors(fn_cost=FN, fp_cost=FP, window=n, backend=backend)
+def chunked(step, lo: int, events: int, chunk: int = 500) -> float:
+    """Median over chunks of the mean microseconds per call of ``step(k)``."""
+    per = []
+    for a in range(lo, lo + events, chunk):
+        t0 = time.perf_counter()
+        for k in range(a, a + chunk):
+            step(k)
+        per.append((time.perf_counter() - t0) / chunk)
+    return statistics.median(per) * 1e6
+
+
+def best_of(f, passes: int = 3) -> float:
+    return min(f(p) for p in range(passes))
+
+
+def time_window(s, y, n, events, backend, **kw) -> tuple[float, StreamingThors]:
+    st = StreamingThors(fn_cost=FN, fp_cost=FP, window=n, backend=backend, **kw)
     st.update_many(s[:n], y[:n])
     st.get()
     sl, yl = s.tolist(), y.tolist()
     upd, get = st.update, st.get
-    per_event = []
-    for lo in range(n, n + events, chunk):
-        t0 = time.perf_counter()
-        for k in range(lo, lo + chunk):
-            upd(sl[k], yl[k])
-            get()
-        per_event.append((time.perf_counter() - t0) / chunk)
-    return statistics.median(per_event) * 1e6, st.get()
+
+    def step(k):
+        upd(sl[k], yl[k])
+        get()
+
+    return best_of(lambda p: chunked(step, n + p * events, events)), st
 
 
-def time_batches(s: np.ndarray, y: np.ndarray, n: int, events: int, backend: str, batch: int = 10_000) -> float:
+def time_revert_path(s, y, n, events, backend) -> float:
+    """river.utils.Rolling's pattern: an unwindowed summary, update + revert + get."""
+    st = StreamingThors(fn_cost=FN, fp_cost=FP, backend=backend)
+    st.update_many(s[:n], y[:n])
+    st.get()
+    sl, yl = s.tolist(), y.tolist()
+    upd, rev, get = st.update, st.revert, st.get
+
+    def step(k):
+        upd(sl[k], yl[k])
+        rev(sl[k - n], yl[k - n])
+        get()
+
+    return best_of(lambda p: chunked(step, n + p * events, events))
+
+
+def time_batches(s, y, n, events, backend, batch: int = 10_000) -> float:
     st = StreamingThors(fn_cost=FN, fp_cost=FP, window=n, backend=backend)
     st.update_many(s[:n], y[:n])
     st.get()
-    per_event = []
+    per = []
     for lo in range(n, n + events, batch):
         t0 = time.perf_counter()
         st.update_many(s[lo : lo + batch], y[lo : lo + batch])
         st.get()
-        per_event.append((time.perf_counter() - t0) / batch)
-    return statistics.median(per_event) * 1e6
+        per.append((time.perf_counter() - t0) / batch)
+    return min(per) * 1e6 if len(per) < 3 else statistics.median(sorted(per)[: max(3, len(per) // 2)]) * 1e6
 
 
-def bytes_per_event(s: np.ndarray, y: np.ndarray, n: int, backend: str) -> float:
-    # fill one event at a time, then slide, so that blocks/arenas reach their steady state
+def tree_bytes_per_score(st: StreamingThors) -> float:
+    info = st._tree.stats()
+    tree = (info["leaf_slots"] * info["leaf_bytes"] + info["inner_slots"] * info["inner_bytes"]
+            + info["lo_slots"] * info["lo_bytes"])
+    return tree / max(info["n_keys"], 1)
+
+
+def bytes_per_event(s, y, n, backend) -> float:
+    # fill one event at a time, then slide, so that arenas reach their steady state
     sl, yl = s[: 2 * n].tolist(), y[: 2 * n].tolist()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -112,6 +160,64 @@ def bytes_per_event(s: np.ndarray, y: np.ndarray, n: int, backend: str) -> float
     used = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     return used / len(st)
+
+
+def sizes_table(sizes: list[int], events: int, backends: list[str]) -> None:
+    head = ["N", "scores"] + [f"{b} us/event" for b in backends] + ["naive us/event", "ratio naive/c"]
+    head += [f"{b} update_many us/event" for b in backends] + ["tree B/score", "B/event (all)"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for n in sizes:
+        for rounded in (False, True):
+            s, y = make_stream(n + 4 * max(events, 20_000) + 10, rounded)
+            row = [f"{n:.0e}", "3 decimals" if rounded else "uniform"]
+            res = {b: time_window(s, y, n, events if b != "python" else events // 4, b) for b in backends}
+            naive_events = max(5, min(2000, int(2e6 // n)))
+            naive_us, naive_thr = time_naive(s, y, n, naive_events)
+            check = StreamingThors(fn_cost=FN, fp_cost=FP, window=n)  # same answer as the naive one
+            check.update_many(s[naive_events : n + naive_events], y[naive_events : n + naive_events])
+            assert check.get() == naive_thr, (check.get(), naive_thr)
+            row += [f"{res[b][0]:.2f}" for b in backends]
+            row += [f"{naive_us:,.1f}", f"{naive_us / res[backends[0]][0]:,.0f}x"]
+            row += [f"{time_batches(s, y, n, max(events, 40_000), b):.2f}" for b in backends]
+            c = res[backends[0]][1]
+            row += [f"{tree_bytes_per_score(c):.0f}" if backends[0] == "c" else "-"]
+            row += [f"{bytes_per_event(s, y, n, backends[0]):.0f}"]
+            print("| " + " | ".join(row) + " |", flush=True)
+
+
+def targets_table(events: int, quick: bool) -> None:
+    big, mid, small = (10_000, 2_000, 1_000) if quick else (1_000_000, 100_000, 10_000)
+    s, y = make_stream(big + 4 * max(events, 40_000) + 10)
+    rows = []
+    w_big, st_big = time_window(s, y, big, events, "c")
+    w_mid, _ = time_window(s, y, mid, events, "c")
+    rows.append((f"window {big:.0e}, update + expire + get (us/event)", w_big, 1.5, PREVIOUS["window 1e6"]))
+    rows.append((f"window {mid:.0e}, update + expire + get (us/event)", w_mid, 1.0, PREVIOUS["window 1e5"]))
+    rows.append((f"update_many, 10k batches at {big:.0e} (us/event)",
+                 time_batches(s, y, big, max(events, 40_000), "c"), 0.3, PREVIOUS["update_many 1e6"]))
+    for n, w in ((big, w_big), (mid, w_mid)):
+        r = time_revert_path(s, y, n, events, "c")
+        rows.append((f"revert path at {n:.0e} / window path (ratio)", r / w, 1.3, None))
+    plain, _ = time_window(s, y, small, events, "c")
+    npm, _ = time_window(s, y, small, events, "c", max_fpr=0.1)
+    rows.append((f"Neyman-Pearson max_fpr=0.1 at {small:.0e} / plain (ratio)", npm / plain, 1.5,
+                 PREVIOUS["np 1e4"] / PREVIOUS["plain 1e4"]))
+    rows.append((f"tree bytes per distinct score at {big:.0e}", tree_bytes_per_score(st_big), 64, PREVIOUS["B/score"]))
+    lock = threading.RLock()
+
+    def locked(_k):
+        with lock:
+            pass
+
+    rows.append(("RLock acquire + release, numpy backend's per-call lock (us)",
+                 best_of(lambda p: chunked(locked, 0, 20_000)), None, None))
+    print("| measure | now | target | previous engine (recorded) |")
+    print("|---|---|---|---|")
+    for name, now, target, prev in rows:
+        t = "-" if target is None else f"<= {target:g}"
+        pv = "-" if prev is None else f"{prev:g}"
+        print(f"| {name} | {now:.2f} | {t} | {pv} |", flush=True)
 
 
 def main() -> None:
@@ -125,30 +231,11 @@ def main() -> None:
     backends = available_backends()
     print(f"backends: {', '.join(backends)}; FN={FN:g} FP={FP:g}; {POS_RATE:.0%} positives; "
           f"{events} events timed per row")
-    head = ["N", "scores"]
-    for b in backends:
-        head += [f"{b} us/event"]
-    head += ["naive us/event", "ratio (naive/fastest)"] + [f"{b} update_many us/event" for b in backends]
-    head += [f"{b} B/event" for b in backends]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for n in sizes:
-        for rounded in (False, True):
-            s, y = make_stream(n + max(events, 20_000) + 10, rounded)
-            row = [f"{n:.0e}", "3 decimals" if rounded else "uniform"]
-            res = {b: time_stream(s, y, n, events, b) for b in backends}
-            naive_events = max(5, min(2000, int(2e6 // n)))
-            naive_us, naive_thr = time_naive(s, y, n, naive_events)
-            # the two must agree on the threshold after the same events
-            check = StreamingThors(fn_cost=FN, fp_cost=FP, window=n)
-            check.update_many(s[naive_events : n + naive_events], y[naive_events : n + naive_events])
-            assert check.get() == naive_thr, (check.get(), naive_thr)
-            row += [f"{res[b][0]:.2f}" for b in backends]
-            fastest = min(res[b][0] for b in backends)
-            row += [f"{naive_us:,.1f}", f"{naive_us / fastest:,.0f}x"]
-            row += [f"{time_batches(s, y, n, max(events, 20_000), b):.2f}" for b in backends]
-            row += [f"{bytes_per_event(s, y, n, b):.0f}" for b in backends]
-            print("| " + " | ".join(row) + " |", flush=True)
+    print()
+    sizes_table(sizes, events, backends)
+    if "c" in backends:
+        print()
+        targets_table(events, args.quick)
 
 
 if __name__ == "__main__":

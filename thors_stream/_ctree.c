@@ -1152,7 +1152,7 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     if (nl > INT32_MAX / 4) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
     /* allocate fresh arenas first (the old tree stays valid on failure) */
     Leaf *leaves = PyMem_Malloc((size_t)(nl + 16) * sizeof(Leaf));
-    Py_ssize_t ni_max = nl / (IMIN) + 8 * MAXH + 16;
+    Py_ssize_t ni_max = nl / (ICAP * 7 / 8 - 1) + 2 * MAXH; /* every inner level, rounded up */
     Inner *inners = PyMem_Malloc((size_t)ni_max * sizeof(Inner));
     int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
     double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
