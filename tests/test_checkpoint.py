@@ -224,6 +224,7 @@ def test_thors_classifier_thresholding_checkpoint(tmp_path):
     wrong = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=21, fp_cost=1, window=500, warm_up=50)
     with pytest.raises(ValueError, match="written with"):
         wrong.load_thresholding(path)
-    a.predict_one(data[0][0], key=("tuple", 1))
-    with pytest.raises(TypeError, match="str or int keys"):
+    a.predict_one(data[0][0], key=frozenset({1}))
+    with pytest.raises(TypeError, match="stores keys that are str, int, float"):
         a.save_thresholding(tmp_path / "x.ckpt")
+    assert not (tmp_path / "x.ckpt").exists()

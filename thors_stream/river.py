@@ -14,6 +14,7 @@ import collections
 import datetime as dt
 import inspect
 import math
+import numbers
 import os
 from collections.abc import Hashable, Iterator
 from typing import Any
@@ -511,14 +512,17 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         return len(self._pending)
 
     # ---------------------------------------------------------------- checkpoints
-    def save_thresholding(self, path: str | os.PathLike[str]) -> None:
+    def save_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
         """Checkpoint the thresholding state (not the wrapped model) atomically.
 
         Writes the :mod:`thors_stream.checkpoint` format: the StreamingThors state, the
-        warm-up counters and the scores waiting for a delayed label under their keys
-        (keys must be ``str`` or ``int``). Save the wrapped model separately (river
+        warm-up counters and the scores waiting for a delayed label under their keys.
+        Keys keep their type: ``str``, ``int``, ``float`` (``inf`` and ``nan`` too),
+        ``bool``, ``bytes``, ``None`` and tuples of these; any other key raises
+        ``TypeError`` before anything is written. Save the wrapped model separately (river
         models pickle); :meth:`load_thresholding` restores this part into a wrapper
-        built with the same settings. O(n + pending).
+        built with the same settings. ``key``: bytes for an HMAC-SHA256 trailer (then
+        needed to load). O(n + pending).
 
         Examples
         --------
@@ -536,10 +540,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
-        keys = list(self._pending)
-        for k in keys:
-            if type(k) not in (str, int):
-                raise TypeError(f"save_thresholding stores str or int keys only, got {k!r}")
+        keys = [_encode_pending_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
         state = {
@@ -547,33 +548,145 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
         }
         arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
-        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays)
+        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
 
-    def load_thresholding(self, path: str | os.PathLike[str]) -> None:
+    def load_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
         """Restore what :meth:`save_thresholding` wrote; the settings must match this wrapper.
 
-        Raises ``ValueError`` (changing nothing) for a corrupt file or other settings.
+        Raises ``ValueError`` naming the file (changing nothing) for a file that is not
+        a regular file, is corrupt, fails any invariant (see
+        :meth:`StreamingThors.load <thors_stream.StreamingThors.load>`), or was written
+        with other settings or more pending scores than ``max_pending``. ``key``: the
+        HMAC-SHA256 key the file was written with. Files written before keys were
+        tagged by type (their keys are ``str`` or ``int``) are read too.
         """
-        from .checkpoint import read_checkpoint
+        from .checkpoint import read_checkpoint_full
 
-        params, state, arrays = read_checkpoint(path, "ThorsClassifier.thresholding")
-        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], arrays,
-                                                      where=f"checkpoint {str(path)!r}")
+        ck = read_checkpoint_full(path, "ThorsClassifier.thresholding", key=key, literal=("pending_keys",))
+        where, legacy = ck.where, ck.revision < 2
+        arrays = dict(ck.arrays)
+        scores = arrays.pop("pending_scores", None)
+        params, state = ck.params, ck.state
+        if not isinstance(params, dict) or not isinstance(state, dict):
+            raise ValueError(f"{where} is invalid: params and state must be objects")
+        _check_fields(params, "params", {"thors", "warm_up", "max_pending"}, where)
+        _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
+                                       "pending_keys"}, where)
+        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], arrays, where=where,
+                                                      legacy=legacy)
+        warm_up = _check_int(params["warm_up"], "params.warm_up", 0, where)
+        max_pending = _check_int(params["max_pending"], "params.max_pending", 1, where)
         mine = (self._thors.fn_cost, self._thors.fp_cost, self.window, self._thors._period_s, self.class_prior,
                 self.warm_up, self.max_fpr, self.max_fnr, self.confidence if self._np else None)
-        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, params["warm_up"],
+        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, warm_up,
                   thors.max_fpr, thors.max_fnr, thors.confidence if self._np else None)
         if mine != theirs:
             raise ValueError(
-                f"checkpoint {str(path)!r} was written with (fn_cost, fp_cost, window, period, class_prior, "
+                f"{where} was written with (fn_cost, fp_cost, window, period, class_prior, "
                 f"warm_up, max_fpr, max_fnr, confidence) = {theirs}, this wrapper has {mine}"
             )
-        keys, scores = state["pending_keys"], arrays["pending_scores"].tolist()
-        if len(keys) != len(scores):
-            raise ValueError(f"checkpoint {str(path)!r} has {len(keys)} pending keys but {len(scores)} scores")
+        n_learned = _check_int(state["n_learned"], "state.n_learned", 0, where)
+        n_pos = _check_int(state["n_pos"], "state.n_pos", 0, where)
+        n_evicted = _check_int(state["n_evicted"], "state.n_evicted", 0, where)
+        ready = state["ready"]
+        if n_pos > n_learned:
+            raise ValueError(f"{where} is invalid: state.n_pos={n_pos} exceeds state.n_learned={n_learned}")
+        if not isinstance(ready, bool) or ready != (n_learned >= warm_up and 0 < n_pos < n_learned):
+            raise ValueError(f"{where} is invalid: state.ready={ready!r} does not follow from n_learned={n_learned}, "
+                             f"n_pos={n_pos} and warm_up={warm_up}")
+        last_t = state["last_t"]
+        if isinstance(last_t, bool) or not isinstance(last_t, (int, float)) or math.isnan(last_t) or \
+                last_t == math.inf or (not self._timed and last_t != -math.inf):
+            raise ValueError(f"{where} is invalid: state.last_t must be -inf{' or finite' if self._timed else ''}, "
+                             f"got {last_t!r}")
+        raw = state["pending_keys"]
+        if not isinstance(raw, list):
+            raise ValueError(f"{where} is invalid: state.pending_keys must be a list, got {type(raw).__name__}")
+        keys = [_decode_pending_key(k, legacy, f"state.pending_keys[{i}]", where) for i, k in enumerate(raw)]
+        if scores is None or scores.shape != (len(keys),):
+            got = "no array" if scores is None else f"shape {scores.shape}"
+            raise ValueError(f"{where} is invalid: array 'pending_scores' must hold one score per pending key "
+                             f"({len(keys)}), got {got}")
+        pending = collections.OrderedDict(zip(keys, scores.tolist()))
+        if len(pending) != len(keys):
+            raise ValueError(f"{where} is invalid: state.pending_keys holds a key twice")
+        if len(pending) > min(max_pending, self.max_pending):
+            raise ValueError(f"{where} holds {len(pending)} pending scores, more than max_pending="
+                             f"{min(max_pending, self.max_pending)}")
         self._thors = thors
-        self._last_t = float(state["last_t"])
-        self._n_learned, self._n_pos = int(state["n_learned"]), int(state["n_pos"])
-        self._ready, self._n_evicted = bool(state["ready"]), int(state["n_evicted"])
-        self._pending = collections.OrderedDict(zip(keys, scores))
+        self._last_t = float(last_t)
+        self._n_learned, self._n_pos = n_learned, n_pos
+        self._ready, self._n_evicted = ready, n_evicted
+        self._pending = pending
         self._cache_x = None
+
+
+# ---------------------------------------------------------------- checkpoint helpers
+_KEY_DEPTH = 32  # tuples nested deeper are not stored
+
+
+def _encode_pending_key(k: Any, depth: int = 0) -> list[Any]:
+    """A pending key as ``[tag, value]``: its type survives the JSON header exactly.
+
+    Tags: ``"s"`` str, ``"i"`` int, ``"f"`` float (non-finite ones are tagged again by
+    the checkpoint writer), ``"b"`` bool, ``"y"`` bytes (hex), ``"n"`` None, ``"t"``
+    tuple (a list of tagged items). Anything else raises ``TypeError``.
+    """
+    if isinstance(k, str):
+        return ["s", str(k)]
+    if isinstance(k, (bool, np.bool_)):
+        return ["b", bool(k)]
+    if isinstance(k, numbers.Integral):
+        return ["i", int(k)]
+    if isinstance(k, numbers.Real):
+        return ["f", float(k)]
+    if isinstance(k, bytes):
+        return ["y", k.hex()]
+    if k is None:
+        return ["n", None]
+    if isinstance(k, tuple) and depth < _KEY_DEPTH:
+        return ["t", [_encode_pending_key(v, depth + 1) for v in k]]
+    raise TypeError(
+        f"save_thresholding stores keys that are str, int, float, bool, bytes, None or tuples of these "
+        f"(nested at most {_KEY_DEPTH} deep), got {k!r}"
+    )
+
+
+def _decode_pending_key(v: Any, legacy: bool, field: str, where: str, depth: int = 0) -> Any:
+    """Undo :func:`_encode_pending_key` (``legacy``: a bare str or int, as files without
+    ``revision`` wrote them)."""
+    if legacy:
+        if type(v) in (str, int):
+            return v
+        raise ValueError(f"{where} is invalid: {field} must be a str or int key, got {v!r}"[:400])
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str):
+        tag, x = v
+        if tag == "s" and type(x) is str:
+            return x
+        if tag == "i" and type(x) is int:
+            return x
+        if tag == "f" and type(x) is float:
+            return x
+        if tag == "b" and type(x) is bool:
+            return x
+        if tag == "n" and x is None:
+            return None
+        if tag == "y" and type(x) is str:
+            try:
+                return bytes.fromhex(x)
+            except ValueError:
+                pass
+        if tag == "t" and type(x) is list and depth < _KEY_DEPTH:
+            return tuple(_decode_pending_key(e, False, f"{field}[{i}]", where, depth + 1) for i, e in enumerate(x))
+    raise ValueError(f"{where} is invalid: {field} must be a tagged key [tag, value], got {v!r}"[:400])
+
+
+def _check_fields(obj: dict, name: str, fields: set[str], where: str) -> None:
+    if set(obj) != fields:
+        raise ValueError(f"{where} is invalid: {name} must have the fields {sorted(fields)}, got {sorted(obj)}")
+
+
+def _check_int(v: Any, field: str, lo: int, where: str) -> int:
+    if type(v) is not int or not lo <= v < 2**63:
+        raise ValueError(f"{where} is invalid: {field} must be an integer >= {lo}, got {v!r}"[:400])
+    return v

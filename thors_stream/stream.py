@@ -828,49 +828,48 @@ class StreamingThors:
         return params, state, arrays
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, backend: str = "auto") -> StreamingThors:
-        """Read a checkpoint written by :meth:`save`. Corrupt, truncated or foreign files
-        raise ``ValueError`` naming the file. O(n)."""
-        from .checkpoint import read_checkpoint
+    def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", key: bytes | None = None) -> StreamingThors:
+        """Read a checkpoint written by :meth:`save`. O(n).
 
-        params, state, arrays = read_checkpoint(path, "StreamingThors")
-        return cls._from_checkpoint_parts(params, state, arrays, backend=backend, where=f"checkpoint {str(path)!r}")
+        Refuses with ``ValueError`` naming the file and the problem, before building
+        anything: a path that is not a regular file (a FIFO, directory or device is not
+        read), a corrupt, truncated, foreign or newer-version file, and any state whose
+        invariants do not hold (see :mod:`thors_stream._checkpoint_check`: a recomputed
+        checksum over an inconsistent state is refused too). ``key``: the HMAC-SHA256
+        key the file was written with (see :mod:`thors_stream.checkpoint`); a keyed file
+        needs it, and with a key an unkeyed file is refused.
+        """
+        from .checkpoint import read_checkpoint_full
+
+        resolve_backend(backend)  # a bad argument is the caller's error, not the file's
+        ck = read_checkpoint_full(path, "StreamingThors", key=key)
+        return cls._from_checkpoint_parts(ck.params, ck.state, ck.arrays, backend=backend, where=ck.where,
+                                          legacy=ck.revision < 2)
 
     @classmethod
     def _from_checkpoint_parts(
         cls, params: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray], *, backend: str = "auto",
-        where: str = "checkpoint",
+        where: str = "checkpoint", legacy: bool = False,
     ) -> StreamingThors:
+        """Build a summary from validated checkpoint parts (``ValueError`` naming ``where``
+        for any broken invariant, checked before anything is built). ``legacy``: parts of a
+        file without the header ``revision`` field (a missing weight ledger is rebuilt)."""
+        from ._checkpoint_check import check_stream_parts
+
+        spec = check_stream_parts(params, state, arrays, where=where, legacy=legacy)
         try:
-            period = params["period_seconds"]
-            if period is not None and params["period_is_timedelta"]:
-                period = dt.timedelta(seconds=period)
-            st = cls(fn_cost=params["fn_cost"], fp_cost=params["fp_cost"], window=params["window"], period=period,
-                     class_prior=params["class_prior"], default_threshold=params["default_threshold"],
-                     backend=backend, load=params["load"], max_fpr=params.get("max_fpr"),
-                     max_fnr=params.get("max_fnr"), confidence=params.get("confidence", 0.95))
-            a, b = state["tree_coefs"]
-            rows = [arrays[k] for k in ("keys", "w1", "w0", "c1", "c0")]
-            lo = np.stack([arrays["w1_lo"], arrays["w0_lo"]]) if "w1_lo" in arrays else None
-            queue = None
-            if st._queue is not None:
-                queue = (arrays["queue_s"], arrays["queue_y"], arrays["queue_w"])
-                if st._queue.timed:
-                    queue += (arrays["queue_t"],)
-            st._restore_core(a, b, np.stack(rows) if rows[0].shape[0] else np.zeros((5, 0)), lo, queue)
-            if "ledger_s" in arrays:
-                for ls, ly, lw, lc in zip(*(arrays[f"ledger_{k}"].tolist() for k in "sywc")):
-                    st._ledger.add(ls, ly, lw, lc)
-            st._late.update(
-                zip(arrays["late_t"].tolist(), arrays["late_seq"].tolist(), arrays["late_s"].tolist(),
-                    arrays["late_y"].tolist(), arrays["late_w"].tolist())
-            )
-            st._last_t, st._arrivals = float(state["last_t"]), int(state["arrivals"])
-            st.n_updates = int(state["n_updates"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{where} has an inconsistent header or arrays: {exc!r}") from None
-        if st._tree.n_keys != rows[0].shape[0] or (st._n == 0) != (rows[0].shape[0] == 0):
-            raise ValueError(f"{where} has inconsistent counts")
+            st = cls(**spec.kwargs, backend=backend)
+            st._restore_core(*spec.coefs, spec.rows, spec.lo, spec.queue)
+            for entry in spec.ledger:
+                st._ledger.add(*entry)
+            st._late.update(spec.late)
+            st._last_t, st._arrivals = spec.last_t, spec.arrivals
+            st.n_updates = spec.n_updates
+        except (ArithmeticError, AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{where} could not be restored: {exc!r}") from None
+        if st._tree.n_keys != spec.rows.shape[1] or st._n != spec.n:
+            raise ValueError(f"{where} could not be restored: the core holds {st._tree.n_keys} scores and {st._n} "
+                             f"events, the file {spec.rows.shape[1]} and {spec.n}")
         return st
 
     def nbytes(self) -> int:
