@@ -360,3 +360,24 @@ def test_history_independence_wide_transients(cfg, events, window, reverts):
                 stt.revert(*live[0][0])
                 live[0][1] = False
         check_state(stt, [q[0] for q in queue if q[1]], 1.0, 1.0, cfg)
+
+
+@pytest.mark.parametrize("cfg", BACKENDS)
+@pytest.mark.parametrize("window", [None, 4])
+def test_checkpoint_of_drifted_sums_loads_with_exact_weights(tmp_path, cfg, window):
+    """Outside the exactness condition (weights at one score spanning 10^60) the running
+    sums may drift; the checkpoint writes the exact sums of the held events, so it loads
+    (validated strictly) and holds exactly what the events add up to."""
+    stt = StreamingThors(fn_cost=1, fp_cost=1, window=window, **cfg)
+    events = [(0.5, 1, 1e30), (0.5, 1, 1.0), (0.5, 1, 1e-30), (0.2, 0, 2.0)]
+    for e in events:
+        stt.update(*e)
+    stt.revert(0.5, 1, 1e30)
+    held = [e for e in events if e[2] != 1e30]
+    path = tmp_path / "drift.ckpt"
+    stt.save(path, key=b"secret")
+    back = StreamingThors.load(path, key=b"secret")
+    keys, w1 = back.held()[0].tolist(), back.held()[1].tolist()
+    want = {s: math.fsum(w for t, y, w in held if t == s and y == 1) for s, _, _ in held}
+    assert {k: v for k, v in zip(keys, w1)} == want
+    assert len(back) == len(held)

@@ -773,11 +773,14 @@ class StreamingThors:
         return out
 
     # ---------------------------------------------------------------- checkpoints
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
         """Write a checkpoint of the whole state, atomically (see :mod:`thors_stream.checkpoint`).
 
         A crash at any moment leaves the previous file or the new one, never a broken
-        one. O(n).
+        one. With ``key`` (bytes) the file is signed with HMAC-SHA256 and only loads
+        with the same key. Per-score weights are written as the exact sums of the held
+        events (recomputed from the expiry queue or the weight ledger where the running
+        sums drifted, outside the exactness condition), so every checkpoint loads. O(n).
 
         Examples
         --------
@@ -792,14 +795,15 @@ class StreamingThors:
         """
         from .checkpoint import write_checkpoint
 
-        write_checkpoint(path, "StreamingThors", *self._checkpoint_parts())
+        write_checkpoint(path, "StreamingThors", *self._checkpoint_parts(), key=key)
 
     @_locked
     def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
         """``(params, state, arrays)`` describing this object for the checkpoint format."""
         rows = export_rows(self._tree)
-        arrays = {name: rows[i] for i, name in enumerate(("keys", "w1", "w0", "c1", "c0"))}
         lo = export_lo(self._tree)
+        w_tot = self._repair_rows(rows, lo)
+        arrays = {name: rows[i] for i, name in enumerate(("keys", "w1", "w0", "c1", "c0"))}
         if lo.any():  # double-double low parts: only when some per-score sum needs them
             arrays["w1_lo"], arrays["w0_lo"] = lo[0], lo[1]
         if len(self._ledger):
@@ -822,10 +826,54 @@ class StreamingThors:
             "max_fpr": self.max_fpr, "max_fnr": self.max_fnr, "confidence": self.confidence,
         }
         state = {
-            "n": self._n, "w1": self._w1, "w0": self._w0, "last_t": self._last_t, "arrivals": self._arrivals,
+            "n": self._n, "w1": w_tot[0], "w0": w_tot[1], "last_t": self._last_t, "arrivals": self._arrivals,
             "n_updates": self.n_updates, "tree_coefs": [self._tree._a, self._tree._b],
         }
         return params, state, arrays
+
+    def _repair_rows(self, rows: np.ndarray, lo: np.ndarray) -> tuple[float, float]:
+        """Make the per-score weights in ``rows``/``lo`` (in place) the exact sums of the held
+        events wherever the running double-double sums drifted (only possible outside the
+        exactness condition), and return the class totals. The events are known one by one:
+        the expiry queue and late events, or, without a window, the weight ledger plus
+        unit-weight events. O(n), plus ``math.fsum`` over the scores that drifted."""
+        keys, n = rows[0], rows.shape[1]
+        per: list[list[list[float]]] | None = None
+        if self._queue is not None:
+            s, y, w = self._queue.arrays()[:3]
+            live = y != CANCELLED
+            s, y, w = s[live], y[live], w[live]
+            if self._late:
+                s = np.concatenate([s, [e[2] for e in self._late]])
+                y = np.concatenate([y, [e[3] for e in self._late]])
+                w = np.concatenate([w, [e[4] for e in self._late]])
+            idx = np.searchsorted(keys, s)
+        else:
+            ls, ly, lw, lc = self._ledger.arrays()
+            s, y, w = np.repeat(ls, lc), np.repeat(ly, lc), np.repeat(lw, lc)
+            idx = np.searchsorted(keys, s)
+            recorded = {cls: np.bincount(idx[y == cls], minlength=n) for cls in (0, 1)}
+            for cls, row in ((1, 3), (0, 4)):  # unit-weight events: the rest of each class count
+                units = rows[row] - recorded[cls]
+                k = np.flatnonzero(units > 0)
+                s = np.concatenate([s, np.repeat(keys[k], units[k].astype(np.int64))])
+                y = np.concatenate([y, np.full(int(units[k].sum()), cls, dtype=y.dtype)])
+                w = np.concatenate([w, np.ones(int(units[k].sum()))])
+            idx = np.searchsorted(keys, s)
+        for cls, row in ((1, 1), (0, 2)):
+            m = y == cls
+            approx = np.bincount(idx[m], weights=w[m], minlength=n)
+            have = rows[row] + lo[row - 1]
+            drift = np.flatnonzero(np.abs(approx - have) > 1e-12 * np.maximum(np.abs(approx), np.abs(have)))
+            if drift.shape[0]:
+                if per is None:
+                    per = [[[] for _ in range(n)], [[] for _ in range(n)]]
+                    for i, c, v in zip(idx.tolist(), y.tolist(), w.tolist()):
+                        per[c][i].append(v)
+                for k in drift.tolist():
+                    hi = math.fsum(per[cls][k])
+                    rows[row][k], lo[row - 1][k] = hi, math.fsum([*per[cls][k], -hi])
+        return (math.fsum([*rows[1].tolist(), *lo[0].tolist()]), math.fsum([*rows[2].tolist(), *lo[1].tolist()]))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], *, backend: str = "auto", key: bytes | None = None) -> StreamingThors:
