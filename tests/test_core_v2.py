@@ -381,3 +381,10 @@ def test_checkpoint_of_drifted_sums_loads_with_exact_weights(tmp_path, cfg, wind
     want = {s: math.fsum(w for t, y, w in held if t == s and y == 1) for s, _, _ in held}
     assert {k: v for k, v in zip(keys, w1)} == want
     assert len(back) == len(held)
+
+
+@pytest.mark.parametrize("load", [3, 65537, 10**9, 2.5, True, "64"])
+def test_load_out_of_range_is_refused_at_construction(load):
+    """A block size the checkpoint reader would refuse is refused up front."""
+    with pytest.raises(ValueError, match=r"load must be an integer in 4\.\.65536"):
+        StreamingThors(fn_cost=1, fp_cost=1, load=load)

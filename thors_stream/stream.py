@@ -223,7 +223,9 @@ class StreamingThors:
         self._period_s = _seconds(period, "period") if period is not None else None
         self.class_prior = check_class_prior(class_prior)
         self.default_threshold = None if default_threshold is None else check_score(default_threshold)
-        self._load = load
+        if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or not 4 <= load <= 65536:
+            raise ValueError(f"load must be an integer in 4..65536, got {load!r}")
+        self._load = int(load)
         self.backend = resolve_backend(backend)
         self._ring = 1 if window is not None else (2 if period is not None else 0)
         self._lock = threading.RLock()
