@@ -459,7 +459,7 @@ def test_non_finite_score_is_rejected_before_learning():
         ({"window": 0}, ValueError, "window .* got 0"),
         ({"window": 2.5}, ValueError, "window .* got 2.5"),
         ({"window": True}, ValueError, "window .* got True"),
-        ({"period": 5}, ValueError, "window=10000 and period=5 are exclusive"),
+        ({"period": 5, "window": 500}, ValueError, "window=500 and period=5 are exclusive"),
         ({"window": None, "period": -5}, ValueError, "period .* got -5"),
         ({"warm_up": -1}, ValueError, "warm_up .* got -1"),
         ({"warm_up": 2.0}, ValueError, "warm_up .* got 2.0"),

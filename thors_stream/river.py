@@ -24,6 +24,7 @@ from river import base
 
 from ._validation import check_label, check_weight
 from .neyman_pearson import NPInfeasibleError
+from .selection import DEFAULT_WINDOWS, WindowSelector
 from .stream import StreamingThors
 
 __all__ = ["ThorsClassifier"]
@@ -112,11 +113,33 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         Cost of a false negative (a positive predicted negative) and of a false
         positive; finite and > 0.
     window
-        Threshold on the last ``window`` labelled events (``None``: on all of them).
+        Threshold on the last ``window`` labelled events (``None``: on all of them), or
+        ``"auto"``: THORS over windows of 500, 2,000, 8,000 and 32,000 events and the
+        default threshold are all scored on every labelled event, and the decision uses
+        the one chosen by exponentially weighted experts (see
+        :class:`~thors_stream.selection.WindowSelector`: its expected cost exceeds the best
+        candidate's by at most a stated regret term growing like ``sqrt(T log K)``).
     period
         Instead of ``window``: threshold on the events whose time ``t`` lies within
         ``period`` (seconds or a ``timedelta``) of the newest one. ``learn_one`` then
-        needs ``t=...`` (seconds or a ``datetime``, non-decreasing); set ``window=None``.
+        needs ``t=...`` (seconds or a ``datetime``, non-decreasing), or ``moment``.
+        Giving ``period`` replaces the default window (pass no ``window``).
+    moment
+        With ``period``: where ``learn_one`` finds the event time when no ``t`` is passed,
+        a feature name (as ``river.evaluate.progressive_val_score(..., moment=...)``) or
+        a callable of ``x``.
+    pos_label
+        The class whose probability is thresholded (``True`` by default, which is also
+        ``1``); with string labels, e.g. ``"fraud"``. Labels other than ``pos_label`` are
+        negatives, and ``predict_one`` returns ``pos_label`` or the negative label
+        (``neg_label``, else the first other label learned).
+    neg_label
+        The label ``predict_one`` returns for a negative decision (default ``False``
+        when ``pos_label`` is ``True``).
+    auto_choose
+        With ``window="auto"``: ``"draw"`` (decisions drawn from the expert weights; the
+        regret guarantee holds for them) or ``"leader"`` (the heaviest candidate;
+        deterministic). See :class:`~thors_stream.selection.WindowSelector`.
     warm_up
         Labelled events to learn (both classes among them) before the THORS threshold
         replaces ``default_threshold``.
@@ -156,12 +179,13 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     >>> plain = preprocessing.StandardScaler() | linear_model.LogisticRegression()
     >>> evaluate.progressive_val_score(datasets.Phishing(), plain, Cost(fn_cost=10, fp_cost=1))
     Cost: 656.00
-    >>> model = preprocessing.StandardScaler() | ThorsClassifier(
-    ...     linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window=500, warm_up=50
+    >>> model = ThorsClassifier(
+    ...     preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+    ...     fn_cost=10, fp_cost=1, window=500, warm_up=50,
     ... )
     >>> evaluate.progressive_val_score(datasets.Phishing(), model, Cost(fn_cost=10, fp_cost=1))
-    Cost: 368.00
-    >>> round(model["ThorsClassifier"].threshold, 3)
+    Cost: 369.00
+    >>> round(model.threshold, 3)
     0.186
 
     Delayed labels: each label arrives 100 events after its decision, and the decision
@@ -171,7 +195,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     >>> dataset = ((x, y, {"key": i}) for i, (x, y) in enumerate(datasets.Phishing()))
     >>> evaluate.progressive_val_score(dataset, model, Cost(fn_cost=10, fp_cost=1), delay=100)
     Cost: 448.00
-    >>> model["ThorsClassifier"].n_pending
+    >>> model.n_pending
     0
     """
 
@@ -181,7 +205,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         *,
         fn_cost: float,
         fp_cost: float,
-        window: int | None = 10_000,
+        window: int | str | None = 10_000,
         period: float | dt.timedelta | None = None,
         warm_up: int = 100,
         default_threshold: float | None = None,
@@ -190,7 +214,13 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         max_fpr: float | None = None,
         max_fnr: float | None = None,
         confidence: float = 0.95,
+        moment: str | Any = None,
+        pos_label: Hashable = True,
+        neg_label: Hashable = None,
+        auto_choose: str = "draw",
     ) -> None:
+        if period is not None and window == 10_000:
+            window = None  # the default window gives way to the period
         if period is not None and window is not None:
             raise ValueError(
                 f"window={window!r} and period={period!r} are exclusive: pass window=None to use a time window"
@@ -199,11 +229,24 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             raise ValueError(f"warm_up must be an integer >= 0, got {warm_up!r}")
         if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
             raise ValueError(f"max_pending must be a positive integer, got {max_pending!r}")
+        auto = isinstance(window, str)
+        if auto and window != "auto":
+            raise ValueError(f"window must be a positive integer, None or 'auto', got {window!r}")
+        if auto_choose not in ("draw", "leader"):
+            raise ValueError(f"auto_choose must be 'draw' or 'leader', got {auto_choose!r}")
+        if auto and (max_fpr is not None or max_fnr is not None):
+            raise ValueError("window='auto' does not combine with max_fpr/max_fnr (choose a window for the guarantee)")
+        if moment is not None and not (isinstance(moment, str) or callable(moment)):
+            raise TypeError(f"moment must be a feature name or a callable of x, got {moment!r}")
+        try:
+            hash(pos_label)
+        except TypeError:
+            raise TypeError(f"pos_label must be hashable, got {pos_label!r}") from None
         # StreamingThors validates costs, window, period, class_prior, default_threshold and the NP settings.
         thors = StreamingThors(
             fn_cost=fn_cost,
             fp_cost=fp_cost,
-            window=window,
+            window=max(DEFAULT_WINDOWS) if auto else window,
             period=period,
             class_prior=class_prior,
             default_threshold=default_threshold,
@@ -223,6 +266,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self.max_fpr = max_fpr
         self.max_fnr = max_fnr
         self.confidence = confidence
+        self.moment = moment
+        self.pos_label = pos_label
+        self.neg_label = neg_label
+        self.auto_choose = auto_choose
 
         self._thors = thors
         self._np = max_fpr is not None or max_fnr is not None
@@ -231,6 +278,17 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             if thors.default_threshold is not None
             else thors.fp_cost / (thors.fp_cost + thors.fn_cost)
         )
+        # the threshold's source: the window's StreamingThors, or the online choice among windows
+        self._selector = (
+            WindowSelector(fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, default_threshold=self._default,
+                           class_prior=class_prior, choose=auto_choose)
+            if auto else None
+        )
+        self._source: Any = self._selector if auto else thors
+        if auto:
+            self._thors = self._selector.experts[-1]  # type: ignore[union-attr]
+        self._plain_labels = pos_label is True
+        self._neg_seen: Hashable = False if pos_label is True and neg_label is None else neg_label
         self._timed = period is not None
         self._last_t = -math.inf
         self._n_learned = 0
@@ -268,6 +326,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             "warm_up": 20,
         }
         yield {"classifier": tree.HoeffdingTreeClassifier(), "fn_cost": 10.0, "fp_cost": 1.0, "window": None}
+        yield {"classifier": linear_model.LogisticRegression(), "fn_cost": 4.0, "fp_cost": 1.0, "window": "auto",
+               "warm_up": 10}
         yield {
             "classifier": preprocessing.StandardScaler() | linear_model.LogisticRegression(),
             "fn_cost": 2.0,
@@ -325,16 +385,20 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         accepts them (routed as ``river.compose.Pipeline`` does).
         """
         proba = self._proba(x, kwargs)
-        score = proba.get(True, 0.0) if proba else 0.0
+        pos = self.pos_label
+        score = proba.get(pos, 0.0) if proba else 0.0
         if type(score) is not float:
             score = float(score)
         if key is not None:
             self._store(key, score)
         self._cache_x = x
         self._cache_score = score
-        if len(proba) == 2 and True in proba and False in proba:
+        neg = self._neg_seen
+        if len(proba) == 2 and pos in proba and neg in proba:
             return proba
-        return {False: 1.0 - score, True: score}
+        if neg is None:  # no negative label known yet
+            return {pos: score}
+        return {neg: 1.0 - score, pos: score}
 
     def predict_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> bool:
         """``True`` iff the model's probability of the positive class exceeds :attr:`threshold`.
@@ -350,7 +414,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
                 proba = self.classifier.predict_proba_one(x)
             except NotImplementedError:
                 proba = self._proba(x, kwargs)  # raises the explanatory error
-        score = proba.get(True, 0.0)
+        score = proba.get(self.pos_label, 0.0)
         if type(score) is not float:
             score = float(score)
         if key is not None:
@@ -358,9 +422,13 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self._cache_x = x
         self._cache_score = score
         if self._ready:
-            thr = self._thors_threshold() if self._np else self._thors.get()
-            return score > (self._default if thr is None else thr)
-        return score > self._default
+            thr = self._thors_threshold() if self._np else self._source.get()
+            decision = score > (self._default if thr is None else thr)
+        else:
+            decision = score > self._default
+        if self._plain_labels:
+            return decision
+        return self.pos_label if decision else self._neg_seen
 
     def _thors_threshold(self) -> float | None:
         """The window's threshold; ``None`` when empty or, in Neyman-Pearson mode, infeasible."""
@@ -395,7 +463,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         between, so the model would give the same number); otherwise ``x`` is scored
         now. O(model) + O(log window).
         """
-        if y is True or y is False:
+        if not self._plain_labels:
+            pos = self._positive(y)
+        elif y is True or y is False:
             pos = y
         elif type(y) is int and (y == 1 or y == 0):
             pos = y == 1
@@ -411,7 +481,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
                 self._reject_score(score)
             self._cache_x = None
             self.classifier.learn_one(x, y)
-            self._thors.update(score, pos)
+            self._source.update(score, pos)
             if not self._ready:
                 self._count(pos)
             return
@@ -419,8 +489,11 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         wt = 1.0 if w is None else check_weight(w)
         tf = None
         if self._timed:
+            if t is None and self.moment is not None:
+                t = self._moment_of(x)
             if t is None:
-                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...)")
+                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
+                                 "or give ThorsClassifier(..., moment=<feature name or callable>)")
             tf = _seconds(t)
             if tf < self._last_t:
                 raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
@@ -450,7 +523,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             model_kwargs["w"] = w
         self.classifier.learn_one(x, y, **model_kwargs)
 
-        self._thors.update(score, pos, wt, tf)
+        if self._selector is not None:
+            self._selector.update(score, pos, wt)
+        else:
+            self._thors.update(score, pos, wt, tf)
         if tf is not None:
             self._last_t = tf
         if key is not None:
@@ -458,8 +534,31 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         if not self._ready:
             self._count(pos)
 
+    def _positive(self, y: Any) -> bool:
+        """With a ``pos_label``: whether ``y`` is it (and remember a negative label)."""
+        try:
+            pos = bool(y == self.pos_label)
+        except Exception:
+            raise ValueError(f"label {y!r} cannot be compared with pos_label {self.pos_label!r}") from None
+        if not pos and self._neg_seen is None:
+            try:
+                hash(y)
+            except TypeError:
+                raise ValueError(f"label must be hashable, got {y!r}") from None
+            self._neg_seen = y
+        return pos
+
+    def _moment_of(self, x: dict) -> Any:
+        m = self.moment
+        if callable(m):
+            return m(x)
+        try:
+            return x[m]
+        except (KeyError, TypeError):
+            raise ValueError(f"moment {m!r} is not a feature of x; pass t=... to learn_one") from None
+
     def _score_now(self, x: dict, kwargs: dict[str, Any]) -> float:
-        score = self._proba(x, kwargs).get(True, 0.0)
+        score = self._proba(x, kwargs).get(self.pos_label, 0.0)
         return score if type(score) is float else float(score)
 
     @staticmethod
@@ -491,15 +590,22 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         when a time window has emptied.
         """
         if self._ready:
-            thr = self._thors_threshold()
+            thr = self._source.get() if self._selector is not None else self._thors_threshold()
             if thr is not None:
                 return thr
         return self._default
 
     @property
     def thors(self) -> StreamingThors:
-        """The underlying :class:`~thors_stream.StreamingThors` (read only)."""
+        """The underlying :class:`~thors_stream.StreamingThors` (read only); with
+        ``window="auto"``, the one over the longest window."""
         return self._thors
+
+    @property
+    def selector(self) -> WindowSelector | None:
+        """With ``window="auto"``: the :class:`~thors_stream.selection.WindowSelector` (read
+        its ``chosen``, ``costs``, ``probabilities()``, ``regret_bound()``); else ``None``."""
+        return self._selector
 
     @property
     def warmed_up(self) -> bool:
@@ -540,6 +646,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
+        if self._selector is not None:
+            raise NotImplementedError("save_thresholding does not support window='auto' yet; use a fixed window")
         keys = [_encode_pending_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}

@@ -1,0 +1,139 @@
+"""window="auto": AdaHedge over THORS windows and the default threshold (issue 15)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thors_stream import StreamingThors
+from thors_stream.river import ThorsClassifier
+from thors_stream.selection import WindowSelector
+
+
+def stream(n, seed, drift_at=None, pos_rate=0.2):
+    rng = random.Random(seed)
+    for i in range(n):
+        y = rng.random() < pos_rate
+        shift = 0.25 if drift_at is not None and i >= drift_at else 0.0
+        mu = (0.6 if y else 0.4) + (shift if not y else -shift / 2)
+        yield min(1.0, max(0.0, rng.gauss(mu, 0.15))), y, rng.choice([1.0, 1.0, 2.5])
+
+
+@settings(max_examples=25)
+@given(seed=st.integers(0, 10**6), drift=st.booleans(), fn=st.sampled_from([1.0, 5.0, 20.0]),
+       choose=st.sampled_from(["draw", "leader"]))
+def test_regret_bound_holds_against_every_candidate(seed, drift, fn, choose):
+    """E[cost of the weights] - cost of candidate k <= Delta_T (1 + ln(1/prior_k) / ln K), for all k."""
+    sel = WindowSelector(fn_cost=fn, fp_cost=1, default_threshold=1 / (1 + fn), windows=(20, 80, 300), seed=seed,
+                         choose=choose)
+    for s, y, w in stream(1200, seed, drift_at=600 if drift else None):
+        sel.update(s, y, w)
+    for name, c in zip(sel.names, sel.costs):
+        assert sel.expected_cost - c <= sel.regret_bound(name) + 1e-9 * (1 + c)
+    assert sel.regret_bound("default") <= sel.regret_bound("window 20")  # half the prior mass on the default
+
+
+def test_candidate_costs_are_each_windows_own_costs():
+    """Each candidate is charged exactly what its threshold (before the event) would cost."""
+    events = list(stream(700, 3))
+    sel = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=0)
+    refs = {w: StreamingThors(fn_cost=5, fp_cost=1, window=w) for w in (30, 200)}
+    want = {w: 0.0 for w in refs} | {"default": 0.0}
+    for s, y, w in events:
+        for win, ref in refs.items():
+            t = ref.get()
+            t = 1 / 6 if t is None else t
+            want[win] += (5 * w if y else w) if (s <= t) == y else 0.0
+            ref.update(s, y, w)
+        want["default"] += (5 * w if y else w) if (s <= 1 / 6) == y else 0.0
+        sel.update(s, y, w)
+    assert sel.costs == pytest.approx([want[30], want[200], want["default"]], rel=1e-12)
+
+
+def test_draws_are_distributed_as_the_weights():
+    """The lazy draw keeps Hedge's distribution: over seeds, the realised cost averages
+    the expected cost of the weights."""
+    events = list(stream(1500, 11, drift_at=700))
+    gaps = []
+    for seed in range(30):
+        sel = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=seed)
+        for e in events:
+            sel.update(*e)
+        gaps.append(sel.cost - sel.expected_cost)
+    mean = sum(gaps) / len(gaps)
+    sd = math.sqrt(sum((g - mean) ** 2 for g in gaps) / (len(gaps) - 1))
+    assert abs(mean) <= 4 * sd / math.sqrt(len(gaps)) + 1e-9
+
+
+def test_selector_refuses_bad_settings():
+    with pytest.raises(ValueError, match="windows"):
+        WindowSelector(fn_cost=1, fp_cost=1, default_threshold=0.5, windows=(10, 10))
+    with pytest.raises(ValueError, match="prior_default"):
+        WindowSelector(fn_cost=1, fp_cost=1, default_threshold=0.5, prior_default=1.0)
+    with pytest.raises(ValueError, match="choose"):
+        WindowSelector(fn_cost=1, fp_cost=1, default_threshold=0.5, choose="best")
+    sel = WindowSelector(fn_cost=1, fp_cost=1, default_threshold=0.5)
+    with pytest.raises(ValueError):
+        sel.update(float("nan"), 1)
+    assert sel.n == 0
+
+
+def test_thors_classifier_auto_window_in_a_river_loop():
+    from river import datasets, evaluate, linear_model, preprocessing
+
+    from thors_stream.metrics import Cost
+
+    model = ThorsClassifier(preprocessing.StandardScaler() | linear_model.LogisticRegression(), fn_cost=10,
+                            fp_cost=1, window="auto", warm_up=50)
+    metric = evaluate.progressive_val_score(datasets.Phishing(), model, Cost(fn_cost=10, fp_cost=1))
+    sel = model.selector
+    assert sel is not None and sel.n == 1250 and sel.chosen in sel.names
+    plain = evaluate.progressive_val_score(
+        datasets.Phishing(), preprocessing.StandardScaler() | linear_model.LogisticRegression(),
+        Cost(fn_cost=10, fp_cost=1))
+    assert metric.get() < plain.get()
+    with pytest.raises(NotImplementedError, match="auto"):
+        model.save_thresholding("/nonexistent/x.ckpt")
+    with pytest.raises(ValueError, match="max_fpr"):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, window="auto", max_fpr=0.1)
+    with pytest.raises(ValueError, match="auto"):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, window="best")
+
+
+def test_string_labels_with_pos_label():
+    """pos_label: string classes; predict_one answers with the labels."""
+    from river import naive_bayes
+
+    model = ThorsClassifier(naive_bayes.GaussianNB(), fn_cost=5, fp_cost=1, pos_label="fraud", warm_up=20)
+    rng = random.Random(0)
+    for _ in range(300):
+        fraud = rng.random() < 0.3
+        x = {"a": rng.gauss(1.0 if fraud else 0.0, 1.0)}
+        model.predict_one(x)
+        model.learn_one(x, "fraud" if fraud else "ok")
+    assert model.predict_one({"a": 3.0}) == "fraud"
+    assert model.predict_one({"a": -3.0}) == "ok"
+    proba = model.predict_proba_one({"a": 0.5})
+    assert set(proba) == {"fraud", "ok"} and math.isclose(sum(proba.values()), 1.0)
+    assert model.thors.result().n1 > 0  # "fraud" counted as the positive class
+
+
+def test_period_without_window_none_and_moment_feeds_time():
+    """period= works without window=None; moment= reads the time from x (as progressive_val_score's)."""
+    from river import compose, linear_model
+
+    m = ThorsClassifier(compose.Discard("ts") | linear_model.LogisticRegression(), fn_cost=5, fp_cost=1,
+                        period=dt.timedelta(hours=1), moment="ts", warm_up=0)
+    assert m.window is None
+    t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    for i in range(200):
+        x = {"a": float(i % 7), "ts": t0 + dt.timedelta(minutes=i)}
+        m.learn_one(x, i % 3 == 0)
+    assert len(m.thors) == 60  # the last hour: t > newest - 1h
+    with pytest.raises(ValueError, match="exclusive"):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, period=60, window=500)

@@ -1,0 +1,253 @@
+"""Choosing the window online: exponentially weighted experts over THORS thresholds.
+
+Which window suits a stream depends on how fast it drifts and how rare its positives
+are, and the right answer is only known afterwards. :class:`WindowSelector` keeps several
+candidate thresholds — THORS over windows of different lengths, and a fixed default
+threshold (Elkan's, for calibrated probabilities) — and scores every candidate on every
+labelled event as it arrives: candidate ``k`` with threshold ``t_k`` (its value *before*
+the event is learned) would have cost ``fn_cost * w`` on a positive with ``score <=
+t_k``, ``fp_cost * w`` on a negative with ``score > t_k``, else 0.
+
+The decision uses one candidate at a time, chosen by **AdaHedge** (de Rooij, van Erven,
+Grünwald & Koolen, *Follow the Leader If You Can, Hedge If You Must*, JMLR 2014):
+exponential weights ``prior_k * exp(-eta_t * L_k)`` over the candidates' cumulative costs
+``L_k``, with the learning rate set from the data, ``eta_t = ln K / Delta_{t-1}``, where
+``Delta`` is the cumulative *mixability gap* (Hedge's expected cost minus the mix loss,
+both computed on every event). It follows the leader while the leader is clear and
+hedges when it is not; it needs no horizon and no cost range. The candidate in use is
+drawn from the weights, lazily (a maximal coupling of consecutive distributions): after an
+event it stays with probability ``min(1, p_new / p_old)`` and otherwise moves to a
+candidate that gained weight, so it switches only as often as the weights move (with
+probability their total-variation change), and at every event it is distributed exactly
+as Hedge's weights. The draws are seeded: runs are reproducible.
+
+**Guarantee.** For every candidate ``k`` and every sequence of labelled events (the
+candidates' costs do not depend on which one is used), the expected total cost of the
+choices (over the draws) exceeds candidate ``k``'s by at most
+``Delta_T * (1 + ln(1 / prior_k) / ln K)`` — the decreasing-learning-rate Hedge bound
+``Delta_T + ln(1 / prior_k) / eta_T`` with AdaHedge's ``eta_T``. ``Delta_T`` is computed as
+the events arrive (:meth:`WindowSelector.regret_bound`); it is at most of order
+``M * sqrt(T ln K)`` for costs up to ``M`` per event (the worst case), and stays bounded
+when one candidate is steadily the best. With the default prior (half the mass on the
+default threshold) the comparison with the default threshold is the tightest.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from ._validation import check_label, check_score, check_weight
+from .stream import StreamingThors
+
+__all__ = ["DEFAULT_WINDOWS", "WindowSelector"]
+
+DEFAULT_WINDOWS = (500, 2_000, 8_000, 32_000)
+
+
+class WindowSelector:
+    """THORS over several windows and a default threshold, chosen online by Hedge.
+
+    Follows river's statistics protocol (``update``/``get``). ``get()`` is the chosen
+    candidate's threshold (the default threshold while a THORS candidate holds nothing).
+
+    Parameters
+    ----------
+    fn_cost, fp_cost
+        Costs of a false negative / false positive (> 0).
+    default_threshold
+        The fixed candidate (e.g. Elkan's ``fp_cost / (fp_cost + fn_cost)``).
+    windows
+        Window lengths of the THORS candidates.
+    prior_default
+        Prior weight of the default candidate (the rest is shared by the windows).
+    seed
+        Seed of the draws that pick the candidate from the weights (the choices are
+        reproducible; the guarantee is in expectation over them).
+    choose
+        ``"draw"`` (the default): the candidate is drawn from the weights as above, and
+        the guarantee holds for the decisions made. ``"leader"``: the candidate of largest
+        weight (deterministic; the guarantee then holds for :attr:`expected_cost`, the
+        cost of the weights, not for the decisions).
+    class_prior
+        Passed to every THORS candidate (see :class:`~thors_stream.StreamingThors`).
+
+    Complexity
+    ----------
+    ``update``: one ``StreamingThors.update`` and one threshold read per window, O(K log n);
+    ``get`` O(1). Memory: the candidates' windows.
+
+    Examples
+    --------
+    >>> import random
+    >>> sel = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(50, 200), seed=1)
+    >>> rng = random.Random(0)
+    >>> for _ in range(2000):
+    ...     y = rng.random() < 0.2
+    ...     sel.update(min(1.0, max(0.0, rng.gauss(0.6 if y else 0.4, 0.15))), y)
+    >>> sel.names
+    ('window 50', 'window 200', 'default')
+    >>> round(sum(sel.probabilities()), 6), sel.chosen in sel.names
+    (1.0, True)
+    >>> sel.costs[sel.names.index("window 200")] < sel.costs[sel.names.index("default")]
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        fn_cost: float,
+        fp_cost: float,
+        default_threshold: float,
+        windows: Sequence[int] = DEFAULT_WINDOWS,
+        prior_default: float = 0.5,
+        seed: int = 0,
+        class_prior: float | None = None,
+        choose: str = "draw",
+    ) -> None:
+        if choose not in ("draw", "leader"):
+            raise ValueError(f"choose must be 'draw' or 'leader', got {choose!r}")
+        self.choose = choose
+        wins = list(windows)
+        if not wins or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in wins):
+            raise ValueError(f"windows must be positive integers, got {windows!r}")
+        if len(set(wins)) != len(wins):
+            raise ValueError(f"windows must be distinct, got {windows!r}")
+        if not 0.0 < prior_default < 1.0:
+            raise ValueError(f"prior_default must be strictly between 0 and 1, got {prior_default!r}")
+        self._experts = [StreamingThors(fn_cost=fn_cost, fp_cost=fp_cost, window=w, class_prior=class_prior)
+                         for w in wins]
+        self.fn_cost, self.fp_cost = self._experts[0].fn_cost, self._experts[0].fp_cost
+        self.default_threshold = check_score(default_threshold)
+        self.windows = tuple(wins)
+        self.names = tuple(f"window {w}" for w in wins) + ("default",)
+        k = len(wins) + 1
+        self._log_prior = [math.log((1.0 - prior_default) / (k - 1))] * (k - 1) + [math.log(prior_default)]
+        self._rng = random.Random(seed)
+        self.n = 0  # labelled events seen
+        self.costs = [0.0] * k  # each candidate's realised cost
+        self.cost = 0.0  # the realised cost of the choices
+        self.expected_cost = 0.0  # Hedge's expected cost (over the draw u)
+        self.gap = 0.0  # cumulative mixability gap Delta
+        self._p = self._weights()
+        self._chosen = self._pick()
+
+    def _weights(self) -> list[float]:
+        """Hedge's distribution for the next event (follow the leaders while Delta = 0)."""
+        if self.gap <= 0.0:
+            best = min(self.costs)
+            logw = [lp if c == best else -math.inf for lp, c in zip(self._log_prior, self.costs)]
+        else:
+            eta = math.log(len(self.names)) / self.gap
+            logw = [lp - eta * c for lp, c in zip(self._log_prior, self.costs)]
+        top = max(logw)
+        ps = [math.exp(v - top) for v in logw]
+        z = sum(ps)
+        return [q / z for q in ps]
+
+    def _pick(self) -> int:
+        if self.choose == "leader":
+            return max(range(len(self._p)), key=self._p.__getitem__)
+        return self._draw(self._p)
+
+    def _draw(self, ps: list[float]) -> int:
+        r = self._rng.random() * sum(ps)
+        for i, q in enumerate(ps):
+            r -= q
+            if r < 0.0:
+                return i
+        return max(i for i, q in enumerate(ps) if q > 0.0)
+
+    def _move(self, old: list[float], new: list[float]) -> None:
+        """Maximal coupling: stay with probability min(1, new/old), else move to a
+        candidate that gained weight; the choice is then distributed as ``new``."""
+        i = self._chosen
+        if old[i] > 0.0 and self._rng.random() * old[i] < new[i]:
+            return
+        gain = [max(0.0, b - a) for a, b in zip(old, new)]
+        if sum(gain) > 0.0:
+            self._chosen = self._draw(gain)
+
+    def _thresholds(self) -> list[float]:
+        d = self.default_threshold
+        out = []
+        for e in self._experts:
+            t = e.get()
+            out.append(d if t is None else t)
+        out.append(d)
+        return out
+
+    def update(self, score: float, y: Any, w: float = 1.0) -> None:
+        """Score every candidate on the labelled event, update the weights and the choice,
+        then let the THORS candidates learn it. O(K log n)."""
+        s = score if type(score) is float and score - score == 0.0 else check_score(score)
+        if y is True or y is False:
+            pos = y
+        elif type(y) is int and (y == 0 or y == 1):
+            pos = y == 1
+        else:
+            pos = check_label(y) == 1
+        if w != 1.0 or type(w) is not float:
+            w = check_weight(w)
+        c = self.fn_cost * w if pos else self.fp_cost * w
+        losses = [(c if (s <= t) == pos else 0.0) for t in self._thresholds()]
+        p = self._p
+        h = sum(q * x for q, x in zip(p, losses))
+        if any(losses):
+            if self.gap <= 0.0:  # eta = inf: the mix loss is the smallest loss among the leaders
+                m = min(x for q, x in zip(p, losses) if q > 0.0)
+            else:
+                eta = math.log(len(self.names)) / self.gap
+                lo = min(losses)
+                m = lo - math.log(sum(q * math.exp(-eta * (x - lo)) for q, x in zip(p, losses))) / eta
+            self.gap += max(0.0, h - m)
+            for i, x in enumerate(losses):
+                self.costs[i] += x
+            self.expected_cost += h
+            self.cost += losses[self._chosen]
+            new = self._weights()
+            if self.choose == "leader":
+                self._chosen = max(range(len(new)), key=new.__getitem__)
+            else:
+                self._move(p, new)
+            self._p = new
+        for e in self._experts:
+            e.update(s, pos, w)
+        self.n += 1
+
+    def get(self) -> float:
+        """The chosen candidate's threshold (``-inf`` = all positive). O(1)."""
+        i = self._chosen
+        if i == len(self._experts):
+            return self.default_threshold
+        t = self._experts[i].get()
+        return self.default_threshold if t is None else t
+
+    @property
+    def chosen(self) -> str:
+        """Name of the candidate in use."""
+        return self.names[self._chosen]
+
+    def probabilities(self) -> list[float]:
+        """Hedge's distribution over the candidates for the next event."""
+        return list(self._p)
+
+    def regret_bound(self, candidate: str = "default") -> float:
+        """Bound on ``E[cost of the choices] - cost of candidate`` over the events seen, in
+        cost units: ``Delta_T * (1 + ln(1 / prior_k) / ln K)`` (see the module docstring)."""
+        i = self.names.index(candidate)
+        return self.gap * (1.0 + (-self._log_prior[i]) / math.log(len(self.names)))
+
+    @property
+    def experts(self) -> tuple[StreamingThors, ...]:
+        """The THORS candidates (read only)."""
+        return tuple(self._experts)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return (f"WindowSelector(windows={self.windows}, n={self.n}, chosen={self.chosen!r}, "
+                f"cost={self.cost:g})")
