@@ -9,6 +9,7 @@ update_many, revert, merge and window expiry.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import threading
 import warnings
@@ -388,3 +389,40 @@ def test_load_out_of_range_is_refused_at_construction(load):
     """A block size the checkpoint reader would refuse is refused up front."""
     with pytest.raises(ValueError, match=r"load must be an integer in 4\.\.65536"):
         StreamingThors(fn_cost=1, fp_cost=1, load=load)
+
+
+@pytest.mark.parametrize("t", [b"1", bytearray(b"1"), "1", np.str_("1"), 10**400, float("inf"), True])
+def test_times_follow_one_rule(t):
+    """Issue 13: t=b"1" was accepted by update where scores refuse bytes; a huge int raised
+    OverflowError. Now bytes/strings are TypeError, non-finite or huge values ValueError, and
+    nothing changes."""
+    stt = StreamingThors(fn_cost=1, fp_cost=1, period=100)
+    stt.update(0.5, 1, t=10.0)
+    before = (rows_of(stt), stt.n_updates)
+    with pytest.raises((TypeError, ValueError)) as info:
+        stt.update(0.6, 0, t=t)
+    assert type(info.value) is (TypeError if isinstance(t, (bytes, bytearray, str, bool)) else ValueError)
+    with pytest.raises((TypeError, ValueError)):
+        stt.update_many([0.6], [0], ts=[t])
+    unwindowed = StreamingThors(fn_cost=1, fp_cost=1)
+    with pytest.raises((TypeError, ValueError)):
+        unwindowed.update_many([0.6], [0], ts=[t])  # validated even without a period
+    assert len(unwindowed) == 0
+    assert (rows_of(stt), stt.n_updates) == before
+
+
+def test_naive_datetimes_are_utc_whatever_tz():
+    """A naive datetime is read as UTC, so a time window does not depend on TZ."""
+    import subprocess
+    import sys
+
+    code = ("import datetime as dt; from thors_stream import StreamingThors; "
+            "st = StreamingThors(fn_cost=1, fp_cost=1, period=dt.timedelta(hours=1)); "
+            "st.update(0.5, 1, t=dt.datetime(2026, 3, 29, 0, 30)); "
+            "st.update(0.7, 0, t=dt.datetime(2026, 3, 29, 1, 29)); "
+            "print(len(st), st._last_t)")
+    outs = {tz: subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                               env={**__import__("os").environ, "TZ": tz}, check=True).stdout
+            for tz in ("UTC", "Europe/Berlin", "America/New_York")}
+    assert len(set(outs.values())) == 1, outs
+    assert outs["UTC"].split()[1] == str(dt.datetime(2026, 3, 29, 1, 29, tzinfo=dt.timezone.utc).timestamp())

@@ -48,13 +48,17 @@ def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
 def _seconds(t: Any) -> float:
     """An event time as seconds: a number, or a ``datetime`` (its POSIX timestamp)."""
     if isinstance(t, dt.datetime):
+        if t.tzinfo is None:  # naive: UTC, as StreamingThors and the CLI take it
+            t = t.replace(tzinfo=dt.timezone.utc)
         return t.timestamp()
-    if isinstance(t, (bool, str, bytes)) or t is None:
+    if isinstance(t, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or t is None:
         raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}")
     try:
         f = float(t)
     except (TypeError, ValueError):
         raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}") from None
+    except OverflowError:
+        raise ValueError(f"t must be finite, got {t!r}") from None
     if not math.isfinite(f):
         raise ValueError(f"t must be finite, got {t!r}")
     return f

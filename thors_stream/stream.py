@@ -94,16 +94,23 @@ def _label(y: Any) -> bool:
 
 
 def _seconds(value: Any, name: str) -> float:
+    """A time as seconds: a number, a ``datetime`` (its POSIX timestamp; a naive one is
+    taken as UTC, as the CLI does, so the answer never depends on ``TZ``) or a ``timedelta``.
+    Strings and bytes are refused (one rule with the scores and weights)."""
     if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
         return value.timestamp()
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
-    if isinstance(value, (bool, str)) or value is None:
+    if isinstance(value, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or value is None:
         raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}")
     try:
         f = float(value)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}") from None
+    except OverflowError:
+        raise ValueError(f"{name} must be finite, got {value!r}") from None
     if not math.isfinite(f):
         raise ValueError(f"{name} must be finite, got {value!r}")
     return f
