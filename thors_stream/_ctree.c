@@ -1736,9 +1736,153 @@ static PyTypeObject CTreeType = {
     .tp_getset = CTree_getset,
 };
 
+/* ---- window selection (thors_stream.selection.WindowSelector's hot path) ---- */
+
+static inline uint64_t xorshift64s(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12; x ^= x << 25; x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static inline double unit_draw(uint64_t *s) { return (double)(xorshift64s(s) >> 11) * (1.0 / 9007199254740992.0); }
+
+static int draw_index(const double *ps, int n, uint64_t *rng) {
+    double z = 0.0;
+    for (int i = 0; i < n; i++) z += ps[i];
+    double r = unit_draw(rng) * z;
+    int last = -1;
+    for (int i = 0; i < n; i++) {
+        if (ps[i] > 0.0) last = i;
+        r -= ps[i];
+        if (r < 0.0 && ps[i] > 0.0) return i;
+    }
+    return last < 0 ? n - 1 : last;
+}
+
+/* AdaHedge weights over cumulative costs (follow the leaders while gap == 0). */
+static void ada_weights(const double *log_prior, const double *costs, int n, double gap, double *p) {
+    double top = -INFINITY;
+    if (gap <= 0.0) {
+        double best = INFINITY;
+        for (int i = 0; i < n; i++) if (costs[i] < best) best = costs[i];
+        for (int i = 0; i < n; i++) p[i] = costs[i] == best ? log_prior[i] : -INFINITY;
+    } else {
+        double eta = log((double)n) / gap;
+        for (int i = 0; i < n; i++) p[i] = log_prior[i] - eta * costs[i];
+    }
+    for (int i = 0; i < n; i++) if (p[i] > top) top = p[i];
+    double z = 0.0;
+    for (int i = 0; i < n; i++) { p[i] = p[i] == -INFINITY ? 0.0 : exp(p[i] - top); z += p[i]; }
+    for (int i = 0; i < n; i++) p[i] /= z;
+}
+
+#define MAXK 64
+
+/* selector_step(trees, default_threshold, score, is_pos, w, fn_cost, fp_cost, leader, state)
+   One labelled event for K = len(trees) windows plus the default candidate: charge each
+   candidate its cost at its current threshold, update AdaHedge (cumulative mixability gap,
+   weights) and the candidate in use, then let every window learn the event. state: one
+   float64 buffer updated in place, [log_prior (K + 1), costs (K + 1), p (K + 1), gap,
+   expected_cost, cost, chosen, rng] (rng: the xorshift64* state's bits). Arguments are
+   valid (the Python side checks them). */
+static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) { PyErr_SetString(PyExc_TypeError, "selector_step takes 9 arguments"); return NULL; }
+    PyObject *trees = args[0];
+    if (!PyTuple_Check(trees)) { PyErr_SetString(PyExc_TypeError, "selector_step: trees must be a tuple"); return NULL; }
+    double dthr = PyFloat_AsDouble(args[1]), s = PyFloat_AsDouble(args[2]);
+    int pos = PyObject_IsTrue(args[3]);
+    double w = PyFloat_AsDouble(args[4]), fn = PyFloat_AsDouble(args[5]), fp = PyFloat_AsDouble(args[6]);
+    int leader = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || pos < 0 || leader < 0) return NULL;
+    Py_ssize_t K = PyTuple_GET_SIZE(trees);
+    int n = (int)K + 1;
+    if (K < 1 || n > MAXK) { PyErr_SetString(PyExc_ValueError, "selector_step: 1..63 windows"); return NULL; }
+    Py_buffer b[1];
+    int got = 0;
+    PyObject *res = NULL;
+    if (PyObject_GetBuffer(args[8], &b[0], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
+    got = 1;
+    if (b[0].len != (3 * n + 5) * 8) {
+        PyErr_SetString(PyExc_TypeError, "selector_step: state must be 3 * (K + 1) + 5 float64");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < K; i++) {
+        PyObject *t = PyTuple_GET_ITEM(trees, i);
+        if (!PyObject_TypeCheck(t, &CTreeType) || ((CTree *)t)->ring != 1) {
+            PyErr_SetString(PyExc_TypeError, "selector_step: trees must be count-window CTree objects");
+            goto done;
+        }
+    }
+    {
+        double *log_prior = b[0].buf, *costs = log_prior + n, *p = costs + n, *scal = p + n;
+        uint64_t *rng = (uint64_t *)(scal + 4);
+        double loss[MAXK], c = pos ? fn * w : fp * w;
+        int any = 0;
+        for (Py_ssize_t i = 0; i < K; i++) {
+            CTree *t = (CTree *)PyTuple_GET_ITEM(trees, i);
+            double thr = dthr;
+            if (t->n_keys) {
+                clean(t);
+                thr = t->top.minp < 0.0 ? t->top.argk : -INFINITY;
+            }
+            loss[i] = ((s <= thr) == (pos != 0)) ? c : 0.0;
+            any |= loss[i] != 0.0;
+        }
+        loss[K] = ((s <= dthr) == (pos != 0)) ? c : 0.0;
+        any |= loss[K] != 0.0;
+        if (any) {
+            double h = 0.0, m, gap = scal[0];
+            for (int i = 0; i < n; i++) h += p[i] * loss[i];
+            if (gap <= 0.0) {
+                m = INFINITY;
+                for (int i = 0; i < n; i++) if (p[i] > 0.0 && loss[i] < m) m = loss[i];
+            } else {
+                double eta = log((double)n) / gap, lo = INFINITY, z = 0.0;
+                for (int i = 0; i < n; i++) if (loss[i] < lo) lo = loss[i];
+                for (int i = 0; i < n; i++) z += p[i] * exp(-eta * (loss[i] - lo));
+                m = lo - log(z) / eta;
+            }
+            if (h > m) scal[0] += h - m;
+            for (int i = 0; i < n; i++) costs[i] += loss[i];
+            scal[1] += h;
+            int chosen = (int)scal[3];
+            scal[2] += loss[chosen];
+            double np_[MAXK];
+            ada_weights(log_prior, costs, n, scal[0], np_);
+            if (leader) {
+                int best = 0;
+                for (int i = 1; i < n; i++) if (np_[i] > np_[best]) best = i;
+                chosen = best;
+            } else if (!(p[chosen] > 0.0 && unit_draw(rng) * p[chosen] < np_[chosen])) {
+                double gain[MAXK], tot = 0.0;
+                for (int i = 0; i < n; i++) { gain[i] = np_[i] > p[i] ? np_[i] - p[i] : 0.0; tot += gain[i]; }
+                if (tot > 0.0) chosen = draw_index(gain, n, rng);
+            }
+            for (int i = 0; i < n; i++) p[i] = np_[i];
+            scal[3] = (double)chosen;
+        }
+        for (Py_ssize_t i = 0; i < K; i++) {
+            CTree *t = (CTree *)PyTuple_GET_ITEM(trees, i);
+            if (window_push(t, s, pos, w, t->limit) < 0) goto done;
+            t->n_updates++;
+        }
+    }
+    res = Py_None; Py_INCREF(res);
+done:
+    for (int q = 0; q < got; q++) PyBuffer_Release(&b[q]);
+    return res;
+}
+
+static PyMethodDef module_methods[] = {
+    {"selector_step", (PyCFunction)(void (*)(void))selector_step, METH_FASTCALL,
+     "selector_step(trees, default, score, is_pos, w, fn, fp, leader, state)"},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef ctree_module = {
     PyModuleDef_HEAD_INIT, "_ctree", "Compiled core of thors_stream: B+-tree prefix minimum and expiry ring.", -1,
-    NULL,
+    module_methods,
 };
 
 PyMODINIT_FUNC PyInit__ctree(void) {

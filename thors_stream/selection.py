@@ -35,12 +35,21 @@ default threshold) the comparison with the default threshold is the tightest.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from ._core import PyCore
 from ._validation import check_label, check_score, check_weight
 from .stream import StreamingThors
+
+try:
+    from ._ctree import selector_step
+except ImportError:  # no compiler at install time: the Python step is used
+    selector_step = None
+
+_M64 = 2**64 - 1
 
 __all__ = ["DEFAULT_WINDOWS", "WindowSelector"]
 
@@ -110,6 +119,7 @@ class WindowSelector:
         if choose not in ("draw", "leader"):
             raise ValueError(f"choose must be 'draw' or 'leader', got {choose!r}")
         self.choose = choose
+        self._leader = choose == "leader"
         wins = list(windows)
         if not wins or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in wins):
             raise ValueError(f"windows must be positive integers, got {windows!r}")
@@ -124,51 +134,83 @@ class WindowSelector:
         self.windows = tuple(wins)
         self.names = tuple(f"window {w}" for w in wins) + ("default",)
         k = len(wins) + 1
-        self._log_prior = [math.log((1.0 - prior_default) / (k - 1))] * (k - 1) + [math.log(prior_default)]
-        self._rng = random.Random(seed)
+        # the state, one buffer the compiled step updates in place: log prior, costs, weights
+        # (k each), gap (cumulative mixability gap), expected cost, realised cost, chosen, rng
+        self._state = np.zeros(3 * k + 5)
+        self._log_prior = self._state[:k]
+        self._costs = self._state[k : 2 * k]  # each candidate's realised cost
+        self._p = self._state[2 * k : 3 * k]
+        self._scal = self._state[3 * k : 3 * k + 4]
+        self._rng = self._state[3 * k + 4 :].view(np.uint64)
+        self._log_prior[:] = [math.log((1.0 - prior_default) / (k - 1))] * (k - 1) + [math.log(prior_default)]
+        self._rng[0] = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64 or 1
+        self._p[:] = self._weights()
+        self._scal[3] = self._pick()
         self.n = 0  # labelled events seen
-        self.costs = [0.0] * k  # each candidate's realised cost
-        self.cost = 0.0  # the realised cost of the choices
-        self.expected_cost = 0.0  # Hedge's expected cost (over the draw u)
-        self.gap = 0.0  # cumulative mixability gap Delta
-        self._p = self._weights()
-        self._chosen = self._pick()
+        cores = tuple(e._tree for e in self._experts)
+        # the compiled step needs compiled cores without class reweighting
+        compiled = selector_step is not None and all(not isinstance(c, PyCore) for c in cores)
+        self._cores = cores if class_prior is None and compiled else None
 
-    def _weights(self) -> list[float]:
+    # ---- state
+    @property
+    def costs(self) -> list[float]:
+        """Each candidate's realised cost so far (in :attr:`names` order)."""
+        return self._costs.tolist()
+
+    @property
+    def gap(self) -> float:
+        """The cumulative mixability gap ``Delta``."""
+        return float(self._scal[0])
+
+    @property
+    def expected_cost(self) -> float:
+        """Hedge's expected cost (over the draws) of the decisions so far."""
+        return float(self._scal[1])
+
+    @property
+    def cost(self) -> float:
+        """The realised cost of the decisions so far."""
+        return float(self._scal[2])
+
+    @property
+    def _chosen(self) -> int:
+        return int(self._scal[3])
+
+    # ---- weights and draws (the compiled step does the same, with the same generator)
+    def _unit(self) -> float:
+        x = int(self._rng[0])
+        x ^= x >> 12
+        x ^= (x << 25) & _M64
+        x ^= x >> 27
+        self._rng[0] = x
+        return (((x * 0x2545F4914F6CDD1D) & _M64) >> 11) / 2.0**53
+
+    def _weights(self) -> np.ndarray:
         """Hedge's distribution for the next event (follow the leaders while Delta = 0)."""
-        if self.gap <= 0.0:
-            best = min(self.costs)
-            logw = [lp if c == best else -math.inf for lp, c in zip(self._log_prior, self.costs)]
+        costs, lp, gap = self._costs, self._log_prior, float(self._scal[0])
+        if gap <= 0.0:
+            logw = np.where(costs == costs.min(), lp, -np.inf)
         else:
-            eta = math.log(len(self.names)) / self.gap
-            logw = [lp - eta * c for lp, c in zip(self._log_prior, self.costs)]
-        top = max(logw)
-        ps = [math.exp(v - top) for v in logw]
-        z = sum(ps)
-        return [q / z for q in ps]
+            logw = lp - math.log(len(self.names)) / gap * costs
+        w = np.exp(logw - logw.max())
+        return w / w.sum()
+
+    def _draw(self, ps: Sequence[float]) -> int:
+        r = self._unit() * float(sum(ps))
+        last = len(ps) - 1
+        for i, q in enumerate(ps):
+            if q > 0.0:
+                last = i
+            r -= q
+            if r < 0.0 and q > 0.0:
+                return i
+        return last
 
     def _pick(self) -> int:
         if self.choose == "leader":
-            return max(range(len(self._p)), key=self._p.__getitem__)
-        return self._draw(self._p)
-
-    def _draw(self, ps: list[float]) -> int:
-        r = self._rng.random() * sum(ps)
-        for i, q in enumerate(ps):
-            r -= q
-            if r < 0.0:
-                return i
-        return max(i for i, q in enumerate(ps) if q > 0.0)
-
-    def _move(self, old: list[float], new: list[float]) -> None:
-        """Maximal coupling: stay with probability min(1, new/old), else move to a
-        candidate that gained weight; the choice is then distributed as ``new``."""
-        i = self._chosen
-        if old[i] > 0.0 and self._rng.random() * old[i] < new[i]:
-            return
-        gain = [max(0.0, b - a) for a, b in zip(old, new)]
-        if sum(gain) > 0.0:
-            self._chosen = self._draw(gain)
+            return int(np.argmax(self._p))
+        return self._draw(self._p.tolist())
 
     def _thresholds(self) -> list[float]:
         d = self.default_threshold
@@ -181,7 +223,8 @@ class WindowSelector:
 
     def update(self, score: float, y: Any, w: float = 1.0) -> None:
         """Score every candidate on the labelled event, update the weights and the choice,
-        then let the THORS candidates learn it. O(K log n)."""
+        then let the THORS candidates learn it. O(K log n); one C call with the compiled
+        backend."""
         s = score if type(score) is float and score - score == 0.0 else check_score(score)
         if y is True or y is False:
             pos = y
@@ -191,31 +234,43 @@ class WindowSelector:
             pos = check_label(y) == 1
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
+        if self._cores is not None:
+            selector_step(self._cores, self.default_threshold, s, pos, w, self.fn_cost, self.fp_cost,
+                          self._leader, self._state)
+        else:
+            self._update_py(s, pos, w)
+        self.n += 1
+
+    def _update_py(self, s: float, pos: bool, w: float) -> None:
+        """The same step in Python (numpy backend or class_prior)."""
         c = self.fn_cost * w if pos else self.fp_cost * w
         losses = [(c if (s <= t) == pos else 0.0) for t in self._thresholds()]
-        p = self._p
-        h = sum(q * x for q, x in zip(p, losses))
+        p = self._p.tolist()
         if any(losses):
-            if self.gap <= 0.0:  # eta = inf: the mix loss is the smallest loss among the leaders
+            h = sum(q * x for q, x in zip(p, losses))
+            gap = float(self._scal[0])
+            if gap <= 0.0:  # eta = inf: the mix loss is the smallest loss among the leaders
                 m = min(x for q, x in zip(p, losses) if q > 0.0)
             else:
-                eta = math.log(len(self.names)) / self.gap
+                eta = math.log(len(self.names)) / gap
                 lo = min(losses)
                 m = lo - math.log(sum(q * math.exp(-eta * (x - lo)) for q, x in zip(p, losses))) / eta
-            self.gap += max(0.0, h - m)
-            for i, x in enumerate(losses):
-                self.costs[i] += x
-            self.expected_cost += h
-            self.cost += losses[self._chosen]
+            self._scal[0] += max(0.0, h - m)
+            self._costs += losses
+            self._scal[1] += h
+            chosen = self._chosen
+            self._scal[2] += losses[chosen]
             new = self._weights()
             if self.choose == "leader":
-                self._chosen = max(range(len(new)), key=new.__getitem__)
-            else:
-                self._move(p, new)
-            self._p = new
+                chosen = int(np.argmax(new))
+            elif not (p[chosen] > 0.0 and self._unit() * p[chosen] < new[chosen]):
+                gain = [max(0.0, b - a) for a, b in zip(p, new.tolist())]
+                if sum(gain) > 0.0:
+                    chosen = self._draw(gain)
+            self._p[:] = new
+            self._scal[3] = chosen
         for e in self._experts:
             e.update(s, pos, w)
-        self.n += 1
 
     def get(self) -> float:
         """The chosen candidate's threshold (``-inf`` = all positive). O(1)."""
@@ -232,13 +287,13 @@ class WindowSelector:
 
     def probabilities(self) -> list[float]:
         """Hedge's distribution over the candidates for the next event."""
-        return list(self._p)
+        return self._p.tolist()
 
     def regret_bound(self, candidate: str = "default") -> float:
         """Bound on ``E[cost of the choices] - cost of candidate`` over the events seen, in
         cost units: ``Delta_T * (1 + ln(1 / prior_k) / ln K)`` (see the module docstring)."""
         i = self.names.index(candidate)
-        return self.gap * (1.0 + (-self._log_prior[i]) / math.log(len(self.names)))
+        return self.gap * (1.0 + float(-self._log_prior[i]) / math.log(len(self.names)))
 
     @property
     def experts(self) -> tuple[StreamingThors, ...]:
