@@ -137,3 +137,18 @@ def test_period_without_window_none_and_moment_feeds_time():
     assert len(m.thors) == 60  # the last hour: t > newest - 1h
     with pytest.raises(ValueError, match="exclusive"):
         ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, period=60, window=500)
+
+
+def test_selector_pickles_and_continues_identically():
+    import pickle
+
+    a = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=4)
+    events = list(stream(900, 5))
+    for e in events[:400]:
+        a.update(*e)
+    b = pickle.loads(pickle.dumps(a))
+    for e in events[400:]:
+        a.update(*e)
+        b.update(*e)
+    assert (a.costs, a.cost, a.expected_cost, a.gap, a.chosen, a.get()) == (
+        b.costs, b.cost, b.expected_cost, b.gap, b.chosen, b.get())

@@ -137,11 +137,7 @@ class WindowSelector:
         # the state, one buffer the compiled step updates in place: log prior, costs, weights
         # (k each), gap (cumulative mixability gap), expected cost, realised cost, chosen, rng
         self._state = np.zeros(3 * k + 5)
-        self._log_prior = self._state[:k]
-        self._costs = self._state[k : 2 * k]  # each candidate's realised cost
-        self._p = self._state[2 * k : 3 * k]
-        self._scal = self._state[3 * k : 3 * k + 4]
-        self._rng = self._state[3 * k + 4 :].view(np.uint64)
+        self._views()
         self._log_prior[:] = [math.log((1.0 - prior_default) / (k - 1))] * (k - 1) + [math.log(prior_default)]
         self._rng[0] = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64 or 1
         self._p[:] = self._weights()
@@ -151,6 +147,25 @@ class WindowSelector:
         # the compiled step needs compiled cores without class reweighting
         compiled = selector_step is not None and all(not isinstance(c, PyCore) for c in cores)
         self._cores = cores if class_prior is None and compiled else None
+
+    def _views(self) -> None:
+        k = len(self.names)
+        st = self._state
+        self._log_prior, self._costs, self._p = st[:k], st[k : 2 * k], st[2 * k : 3 * k]
+        self._scal, self._rng = st[3 * k : 3 * k + 4], st[3 * k + 4 :].view(np.uint64)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items()
+                 if k not in ("_cores", "_log_prior", "_costs", "_p", "_scal", "_rng")}
+        state["_state"] = self._state.copy()
+        state["_compiled"] = self._cores is not None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        compiled = state.pop("_compiled")
+        self.__dict__.update(state)
+        self._views()
+        self._cores = tuple(e._tree for e in self._experts) if compiled else None
 
     # ---- state
     @property
