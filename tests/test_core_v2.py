@@ -426,3 +426,50 @@ def test_naive_datetimes_are_utc_whatever_tz():
             for tz in ("UTC", "Europe/Berlin", "America/New_York")}
     assert len(set(outs.values())) == 1, outs
     assert outs["UTC"].split()[1] == str(dt.datetime(2026, 3, 29, 1, 29, tzinfo=dt.timezone.utc).timestamp())
+
+
+BAD_SCORES = [math.nan, math.inf, -math.inf, "0.5", b"0.5", None, [0.5], True, complex(1, 1)]
+BAD_LABELS = [2, -1, "1", b"1", 0.5, None, [1], math.nan]
+BAD_WEIGHTS = [0.0, -1.0, math.nan, math.inf, "1", b"1", None, True, [1.0]]
+
+
+def snapshot(stt):
+    q = stt._queue.arrays() if stt._queue is not None else ()
+    return (len(stt), stt.n_updates, rows_of(stt), [a.tolist() for a in q], stt.get())
+
+
+@pytest.mark.parametrize("cfg", BACKENDS)
+@pytest.mark.parametrize("window", [None, 5])
+@settings(max_examples=40)
+@given(calls=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 20), SCORES, LABELS, st.sampled_from([1.0, 2.0])),
+                      max_size=40))
+def test_hostile_calls_through_the_fast_paths_change_nothing(cfg, window, calls):
+    """Random mixes of valid and invalid calls (through the compiled fast paths and their
+    Python fallbacks): an invalid call raises ValueError/TypeError/KeyError and leaves every
+    byte of state as it was; valid calls keep matching the oracle."""
+    stt = StreamingThors(fn_cost=3, fp_cost=1, window=window, **cfg)
+    queue: list[list] = []
+    for kind, k, s, y, w in calls:
+        before = snapshot(stt)
+        bad = None
+        if kind == 0:
+            bad = ("update", (BAD_SCORES[k % len(BAD_SCORES)], y, w))
+        elif kind == 1:
+            bad = ("update", (s, BAD_LABELS[k % len(BAD_LABELS)], w))
+        elif kind == 2:
+            bad = ("update", (s, y, BAD_WEIGHTS[k % len(BAD_WEIGHTS)]))
+        if bad is not None:
+            with pytest.raises((ValueError, TypeError, KeyError)):
+                getattr(stt, bad[0])(*bad[1])
+            assert snapshot(stt) == before
+            with pytest.raises((ValueError, TypeError, KeyError)):
+                stt.revert(s + 1000.0, y, w)  # never held
+            assert snapshot(stt) == before
+            continue
+        stt.update(s, y, w)
+        queue.append([(s, y, w), True])
+        if window is not None:
+            del queue[: max(0, len(queue) - window)]
+        held = [q[0] for q in queue if q[1]]
+        thr, best, _ = brute_force(held, 3, 1)
+        assert stt.get() == thr and Fraction(stt.cost) == best
