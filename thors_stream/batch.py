@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_class_prior, check_labels, check_scores, check_weights
+from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
 from .costs import resolve_costs
 from .result import ThresholdResult
 
@@ -135,6 +135,8 @@ def thors_threshold(
         raise ValueError("scores is empty: no threshold can be chosen from no events")
     labels = check_labels(y, n)
     w = check_weights(sample_weight, n)
+    if w is not None:
+        check_weighted_costs(w, costs.fn_cost, costs.fp_cost, "sample_weight")
     if max_fpr is not None or max_fnr is not None:
         return _neyman_pearson(s, labels, w, costs.fn_cost, costs.fp_cost, prior, max_fpr, max_fnr, conf)
     if w is None:
@@ -272,6 +274,8 @@ def cost_curve(
         raise ValueError("scores is empty: there is no cost curve")
     labels = check_labels(y, n)
     w = check_weights(sample_weight, n)
+    if w is not None:
+        check_weighted_costs(w, costs.fn_cost, costs.fp_cost, "sample_weight")
     w = np.ones(n) if w is None else w
     order = np.argsort(s)
     ss, yy, ww = s[order], labels[order], w[order]

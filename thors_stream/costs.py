@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ._validation import MAX_WEIGHTED_COST, real_number
+
 __all__ = ["Costs", "resolve_costs"]
 
 
@@ -47,8 +49,8 @@ class Costs:
         not strictly positive has no meaningful threshold and raises ``ValueError``.
         """
         try:
-            rows = [[float(c) for c in row] for row in cost_matrix]
-        except (TypeError, ValueError) as exc:
+            rows = [[real_number(c, "cost_matrix entry") for c in row] for row in cost_matrix]
+        except TypeError as exc:
             raise ValueError(f"cost_matrix must be a 2x2 array of numbers, got {cost_matrix!r}") from exc
         if len(rows) != 2 or any(len(r) != 2 for r in rows):
             raise ValueError(f"cost_matrix must be 2x2 ([[C00, C01], [C10, C11]]), got {cost_matrix!r}")
@@ -58,6 +60,8 @@ class Costs:
                     raise ValueError(f"cost_matrix entries must be finite, got {c!r} in {cost_matrix!r}")
         (c00, c01), (c10, c11) = rows
         fn, fp = c10 - c11, c01 - c00
+        if not (abs(fn) <= MAX_WEIGHTED_COST and abs(fp) <= MAX_WEIGHTED_COST):
+            raise ValueError(f"cost_matrix effective costs must be at most 2**960, got fn={fn!r}, fp={fp!r}")
         if fn <= 0 or fp <= 0:
             raise ValueError(
                 "cost_matrix has no meaningful threshold: effective costs "
@@ -67,11 +71,14 @@ class Costs:
 
 
 def _check_cost(name: str, value: object) -> float:
-    if isinstance(value, bool) or (not isinstance(value, (int, float)) and not hasattr(value, "__float__")):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    c = float(value)  # type: ignore[arg-type]
-    if not math.isfinite(c) or c <= 0:
+    try:
+        c = real_number(value, name)
+    except ValueError:
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}"[:200]) from None
+    if not c > 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    if c > MAX_WEIGHTED_COST:
+        raise ValueError(f"{name} must be at most 2**960 (so that total costs stay finite), got {value!r}")
     return c
 
 

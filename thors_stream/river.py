@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from river import base
 
-from ._validation import check_label, check_weight
+from ._validation import check_label, check_weight, check_weighted_costs
 from .neyman_pearson import NPInfeasibleError
 from .selection import DEFAULT_WINDOWS, WindowSelector
 from .stream import StreamingThors
@@ -491,6 +491,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             return
 
         wt = 1.0 if w is None else check_weight(w)
+        if w is not None:
+            check_weighted_costs(wt, self._thors.fn_cost, self._thors.fp_cost)  # before the model learns
         tf = None
         if self._timed:
             if t is None and self.moment is not None:

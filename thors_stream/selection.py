@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ._core import PyCore
-from ._validation import check_label, check_score, check_weight
+from ._validation import check_label, check_score, check_weight, check_weighted_costs
 from .stream import StreamingThors
 
 try:
@@ -249,6 +249,7 @@ class WindowSelector:
             pos = check_label(y) == 1
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
+            check_weighted_costs(w, self.fn_cost, self.fp_cost)
         if self._cores is not None:
             selector_step(self._cores, self.default_threshold, s, pos, w, self.fn_cost, self.fp_cost,
                           self._leader, self._state)

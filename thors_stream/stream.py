@@ -13,17 +13,18 @@ from typing import Any
 import numpy as np
 from sortedcontainers import SortedList
 
-from . import _validation
 from ._backend import export_lo, export_rows, load_rows, make_core, resolve_backend
 from ._core import PyCore, queue_of
 from ._ledger import WeightLedger
 from ._queue import CANCELLED
 from ._validation import (
+    MAX_WEIGHTED_COST,
     check_class_prior,
     check_labels,
     check_score,
     check_scores,
     check_weight,
+    check_weighted_costs,
     check_weights,
 )
 from .batch import class_coefficients
@@ -236,6 +237,7 @@ class StreamingThors:
         self.backend = resolve_backend(backend)
         self._ring = 1 if window is not None else (2 if period is not None else 0)
         self._lock = threading.RLock()
+        self._wmax = MAX_WEIGHTED_COST / max(self.fn_cost, self.fp_cost)  # largest weight accepted
         self._tree = make_core(self.fn_cost, self.fp_cost, self.backend, load, self._ring)
         self._queue = queue_of(self._tree)
         # without a window: the held events of weight != 1, so that revert can verify
@@ -267,7 +269,7 @@ class StreamingThors:
         if isinstance(core, PyCore):
             return
         # weights beyond the documented limit take the slow path, which refuses them
-        wmax = getattr(_validation, "MAX_WEIGHTED_COST", math.inf) / max(self.fn_cost, self.fp_cost)
+        wmax = self._wmax
         core.bind(StreamingThors.update.__get__(self), StreamingThors.revert.__get__(self),
                   self._np_get_slow, self._ledger._at, self.window or 0, wmax)
         if cls.update is StreamingThors.update and self._period_s is None:
@@ -326,6 +328,8 @@ class StreamingThors:
             raise ValueError(f"label must be 0, 1, False or True, got {y!r}") from None
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
+            if w > self._wmax:
+                check_weighted_costs(w, self.fn_cost, self.fp_cost)
         if self._period_s is None:
             if t is not None:
                 _seconds(t, "t")  # validated, not used without a period
@@ -592,6 +596,8 @@ class StreamingThors:
         m = s.shape[0]
         y = check_labels(ys, m, "ys")
         w = check_weights(ws, m, "ws")
+        if w is not None:
+            check_weighted_costs(w, self.fn_cost, self.fp_cost, "ws")
         w = np.ones(m) if w is None else w
         queue = self._queue
         t = None
@@ -702,6 +708,7 @@ class StreamingThors:
         n_updates = state.pop("n_updates", 0)
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        self._wmax = MAX_WEIGHTED_COST / max(self.fn_cost, self.fp_cost)
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
         self._plain = not self._np_mode and self.class_prior is None
         self._ring = 1 if self.window is not None else (2 if self._period_s is not None else 0)
