@@ -146,7 +146,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         deterministic). See :class:`~thors_stream.selection.WindowSelector`.
     warm_up
         Labelled events to learn (both classes among them) before the THORS threshold
-        replaces ``default_threshold``.
+        replaces ``default_threshold``. Not used with ``window="auto"``, whose expert
+        weights already weigh the default threshold against the windows from the first event.
     default_threshold
         Threshold used before that; ``None`` means ``fp_cost / (fp_cost + fn_cost)``.
     class_prior
@@ -425,7 +426,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             self._store(key, score)
         self._cache_x = x
         self._cache_score = score
-        if self._ready:
+        if self._ready or self._selector is not None:  # auto: the default is one of its candidates
             thr = self._thors_threshold() if self._np else self._source.get()
             decision = score > (self._default if thr is None else thr)
         else:
@@ -595,8 +596,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         ``-inf`` means every event is predicted positive. Falls back to the default
         when a time window has emptied.
         """
+        if self._selector is not None:
+            return self._source.get()
         if self._ready:
-            thr = self._source.get() if self._selector is not None else self._thors_threshold()
+            thr = self._thors_threshold()
             if thr is not None:
                 return thr
         return self._default
