@@ -65,6 +65,11 @@ class Events:
     ``times`` (float64 seconds since the Unix epoch, UTC). ``datetimes`` is True when some
     time was written as a date or date-time (ISO 8601 text, a Parquet timestamp or date),
     False when every time was a plain number of seconds.
+
+    Optional extra columns: ``fn_costs``/``fp_costs`` (float64, > 0: per-event costs of a
+    missed positive / a false alarm), ``segments`` (object array of ``str``: the segment
+    column's text, surrounding spaces removed). ``sha256`` is the hex SHA-256 of the input's
+    bytes when asked for (``read_events(..., digest=True)``).
     """
 
     scores: np.ndarray
@@ -72,6 +77,10 @@ class Events:
     weights: np.ndarray | None = None
     times: np.ndarray | None = None
     datetimes: bool = False
+    fn_costs: np.ndarray | None = None
+    fp_costs: np.ndarray | None = None
+    segments: np.ndarray | None = None
+    sha256: str | None = None
 
     def __len__(self) -> int:
         return int(self.scores.shape[0])
@@ -214,11 +223,13 @@ def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
                 raise InputError(f"{name}: the file is empty (no header line)") from None
             idx = _columns(header, wanted, name)
             si, yi = idx["score"], idx["label"]
-            wi, ti = idx.get("weight"), idx.get("time")
+            ti = idx.get("time")
+            positive_cols = [(role, idx[role], []) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
+            gi = idx.get("segment")
+            g: list[str] = []
             need = max(idx.values()) + 1
             s: list[float] = []
             y: list[bool] = []
-            w: list[float] = []
             t: list[float] = []
             dates = False
             for row in reader:
@@ -229,11 +240,15 @@ def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
                         raise ValueError(f"expected at least {need} fields, got {len(row)}")
                     s.append(_number(row[si], "score"))
                     y.append(_label(row[yi]))
-                    if wi is not None:
-                        v = _number(row[wi], "weight")
+                    for role, ci, vals in positive_cols:
+                        v = _number(row[ci], role.replace("_", " "))
                         if v <= 0:
-                            raise ValueError(f"weight must be > 0, got {_show(row[wi])}")
-                        w.append(v)
+                            raise ValueError(f"{role.replace('_', ' ')} must be > 0, got {_show(row[ci])}")
+                        vals.append(v)
+                    if gi is not None:
+                        if _not_utf8(row[gi]):
+                            raise ValueError("the segment field is not valid UTF-8")
+                        g.append(row[gi].strip())
                     if ti is not None:
                         tv, isdate = _time(row[ti])
                         t.append(tv)
@@ -244,11 +259,13 @@ def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
             raise _csv_error(name, reader.line_num, exc) from None
     if not s:
         raise InputError(f"{name}: no data rows")
+    extra = {role: np.array(vals, dtype=np.float64) for role, _, vals in positive_cols}
     return Events(
         np.array(s, dtype=np.float64), np.array(y, dtype=bool),
-        np.array(w, dtype=np.float64) if wi is not None else None,
+        extra.get("weight"),
         np.array(t, dtype=np.float64) if ti is not None else None,
-        dates,
+        dates, extra.get("fn_cost"), extra.get("fp_cost"),
+        np.array(g, dtype=object) if gi is not None else None,
     )
 
 
@@ -297,10 +314,13 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
         idx = _columns(header, wanted, src.name)
     except InputError:
         raise _Fallback from None
-    si, yi, wi, ti = idx["score"], idx["label"], idx.get("weight"), idx.get("time")
+    si, yi, ti = idx["score"], idx["label"], idx.get("time")
+    positive_cols = [(role, idx[role]) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
+    gi = idx.get("segment")
     label_keys = pa.array(["0", "false", "1", "true"])
     convert = pacsv.ConvertOptions(column_types={h: pa.binary() for h in header}, strings_can_be_null=False)
-    parts: dict[str, list[np.ndarray]] = {"s": [], "y": [], "w": [], "t": []}
+    parts: dict[str, list[np.ndarray]] = {"s": [], "y": [], "t": [], "g": [], "weight": [], "fn_cost": [],
+                                          "fp_cost": []}
     dates = False
     for batch in pacsv.open_csv(src.arrow(), convert_options=convert):
         if batch.schema.names != header:
@@ -317,11 +337,14 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
             raise _Fallback
         parts["s"].append(s)
         parts["y"].append(pos.to_numpy(zero_copy_only=False) >= 2)
-        if wi is not None:
-            w = pc.cast(batch.column(wi), pa.float64()).to_numpy(zero_copy_only=False)
+        for role, ci in positive_cols:
+            w = pc.cast(batch.column(ci), pa.float64()).to_numpy(zero_copy_only=False)
             if not (np.isfinite(w) & (w > 0)).all():
                 raise _Fallback
-            parts["w"].append(w)
+            parts[role].append(w)
+        if gi is not None:  # not UTF-8: the cast fails and the reference reader decides
+            seg = pc.utf8_trim_whitespace(pc.cast(batch.column(gi), pa.string()))
+            parts["g"].append(np.asarray(seg.to_pylist(), dtype=object))
         if ti is not None:
             t, isdate = _arrow_seconds(batch.column(ti))
             if not np.isfinite(t).all():
@@ -334,8 +357,11 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
     def cat(key: str) -> np.ndarray:
         return np.concatenate(parts[key]).astype(np.float64, copy=False)
 
+    have = {role for role, _ in positive_cols}
     return Events(cat("s"), np.concatenate(parts["y"]).astype(bool, copy=False),
-                  cat("w") if wi is not None else None, cat("t") if ti is not None else None, dates)
+                  cat("weight") if "weight" in have else None, cat("t") if ti is not None else None, dates,
+                  cat("fn_cost") if "fn_cost" in have else None, cat("fp_cost") if "fp_cost" in have else None,
+                  np.concatenate(parts["g"]) if gi is not None else None)
 
 
 def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
@@ -402,11 +428,22 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         y = pos >= 2
     else:
         raise wrong_type("label", lab, "labels must be boolean, integer 0/1 or text 0/1/true/false")
-    w = None
-    if wanted.get("weight"):
-        w = numbers("weight")
-        if (w <= 0).any():
-            raise where(w <= 0, f"weight must be > 0, got {w[w <= 0][0].item()!r}")
+    pos_cols: dict[str, np.ndarray] = {}
+    for role in ("weight", "fn_cost", "fp_cost"):
+        if wanted.get(role):
+            w = numbers(role)
+            if (w <= 0).any():
+                raise where(w <= 0, f"{role.replace('_', ' ')} must be > 0, got {w[w <= 0][0].item()!r}")
+            pos_cols[role] = w
+    segs = None
+    if wanted.get("segment"):
+        gcol = column("segment")
+        try:
+            gtext = gcol if pa.types.is_string(gcol.type) or pa.types.is_large_string(gcol.type) else gcol.cast(
+                pa.string())
+        except pa.ArrowException:
+            raise wrong_type("segment", gcol, "segments must be text, integers or booleans") from None
+        segs = np.asarray(pc.utf8_trim_whitespace(gtext).to_pylist(), dtype=object)
     t, dates = None, False
     if wanted.get("time"):
         col = column("time")
@@ -434,7 +471,8 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
             raise wrong_type("time", col, "times must be numbers of seconds, timestamps, dates or ISO 8601 text")
     if s.shape[0] == 0:
         raise InputError(f"{name}: no data rows")
-    return Events(s, y, w, None if t is None else np.asarray(t, dtype=np.float64), dates)
+    return Events(s, y, pos_cols.get("weight"), None if t is None else np.asarray(t, dtype=np.float64), dates,
+                  pos_cols.get("fn_cost"), pos_cols.get("fp_cost"), segs)
 
 
 def _have_pyarrow() -> bool:
@@ -447,7 +485,8 @@ def _have_pyarrow() -> bool:
 
 def read_events(
     path: str | os.PathLike[str], *, score_col: str, label_col: str, weight_col: str | None = None,
-    time_col: str | None = None, engine: str = "auto",
+    time_col: str | None = None, engine: str = "auto", fn_cost_col: str | None = None,
+    fp_cost_col: str | None = None, segment_col: str | None = None, digest: bool = False,
 ) -> Events:
     """Read scores, labels (and weights, times) from a CSV (with a header) or Parquet file.
 
@@ -456,7 +495,10 @@ def read_events(
     times seconds or ISO 8601 (a date-time without offset is UTC). ``engine``: ``"auto"``
     (pyarrow when installed), ``"python"`` (standard library) or ``"pyarrow"`` for CSV; both
     accept the same files and give the same numbers (see the module docstring for the
-    rules); Parquet always needs pyarrow. Bad content raises :class:`InputError` naming the
+    rules); Parquet always needs pyarrow. ``fn_cost_col``/``fp_cost_col`` name optional
+    columns of per-event costs (finite, > 0), ``segment_col`` a column of segment names
+    (text; surrounding spaces removed); ``digest=True`` also computes the SHA-256 of the
+    input's bytes (``Events.sha256``, one more pass over a file). Bad content raises :class:`InputError` naming the
     file and the line (CSV) or row (Parquet). O(rows).
 
     Examples
@@ -475,7 +517,30 @@ def read_events(
     if engine not in ("auto", "python", "pyarrow"):
         raise ValueError(f"engine must be 'auto', 'python' or 'pyarrow', got {engine!r}")
     src = _open_source(os.fspath(path))
-    wanted = {"score": score_col, "label": label_col, "weight": weight_col, "time": time_col}
+    wanted = {"score": score_col, "label": label_col, "weight": weight_col, "time": time_col,
+              "fn_cost": fn_cost_col, "fp_cost": fp_cost_col, "segment": segment_col}
+    ev = _read(src, wanted, engine)
+    if digest:
+        ev.sha256 = _sha256(src)
+    return ev
+
+
+def _sha256(src: _Source) -> str:
+    """Hex SHA-256 of the source's bytes (read in 1 MiB blocks). O(bytes)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    if src.data is not None:
+        h.update(src.data)
+    else:
+        with src.open() as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def _read(src: _Source, wanted: dict[str, str | None], engine: str) -> Events:
+    """Dispatch to the Parquet, pyarrow CSV or reference CSV reader."""
     parquet = src.head(len(_PARQUET_MAGIC)) == _PARQUET_MAGIC
     if not parquet and src.name.lower().endswith((".parquet", ".pq")):
         raise InputError(f"{src.name}: not a Parquet file (it does not start with PAR1)")

@@ -11,7 +11,17 @@ import numpy as np
 if TYPE_CHECKING:
     from .bounds import ThresholdBounds
 
-__all__ = ["ThresholdResult"]
+__all__ = ["DEFAULT_MIN_PER_CLASS", "ThresholdResult"]
+
+DEFAULT_MIN_PER_CLASS = 30
+"""Fewest events per class for a threshold to be called supported (``ThresholdResult.is_supported``).
+
+Justified by the bounds (:mod:`thors_stream.bounds`, hybrid band, confidence 0.95): with ``n``
+events in a class and *no* error among them, the valid upper bound on that class's true
+error rate is 0.61 at n = 5, 0.48 at n = 8, 0.28 at n = 20, 0.21 at n = 30 and 0.08 at
+n = 100. Below about 30 the bound says little more than "better than a coin flip"
+whatever the data show, so the threshold is not supported by evidence.
+"""
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,46 @@ class ThresholdResult:
         from .bounds import threshold_bounds
 
         return threshold_bounds(self, confidence, n_test, **kw)
+
+    @property
+    def min_class_count(self) -> int:
+        """Event count of the smaller class, ``min(count0, count1)`` (0 when a class is absent)."""
+        return min(int(self.count0), int(self.count1))
+
+    def support_issue(self, min_per_class: int = DEFAULT_MIN_PER_CLASS) -> str | None:
+        """Why this threshold is not supported by its data, as one line, or ``None`` when it is.
+
+        Unsupported: a class is absent (e.g. a broken label join: with no positives THORS
+        returns the top score at cost 0, a threshold that flags nothing), or has fewer than
+        ``min_per_class`` events (see :data:`DEFAULT_MIN_PER_CLASS` for the default). O(1).
+
+        >>> from thors_stream import thors_threshold
+        >>> thors_threshold([0.1, 0.9], [0, 0], fn_cost=1, fp_cost=1).support_issue()
+        'no positive events (0 positives, 2 negatives): the threshold is not supported'
+        >>> thors_threshold([0.1, 0.9], [0, 1], fn_cost=1, fp_cost=1).support_issue(min_per_class=1) is None
+        True
+        """
+        if isinstance(min_per_class, bool) or not isinstance(min_per_class, (int, np.integer)) or min_per_class < 1:
+            raise ValueError(f"min_per_class must be an integer >= 1, got {min_per_class!r}")
+        c0, c1 = int(self.count0), int(self.count1)
+        counts = f"({c1:,} positive{'s' if c1 != 1 else ''}, {c0:,} negative{'s' if c0 != 1 else ''})"
+        if c1 == 0 or c0 == 0:
+            which = "positive" if c1 == 0 else "negative"
+            return f"no {which} events {counts}: the threshold is not supported"
+        if min(c0, c1) < min_per_class:
+            which = "positive" if c1 < c0 or (c1 == c0) else "negative"
+            return (f"too few {which} events {counts}: at least {int(min_per_class):,} per class are needed "
+                    "for a supported threshold")
+        return None
+
+    def is_supported(self, min_per_class: int = DEFAULT_MIN_PER_CLASS) -> bool:
+        """Whether both classes are present with at least ``min_per_class`` events each. O(1).
+
+        >>> from thors_stream import thors_threshold
+        >>> thors_threshold([0.1, 0.9], [0, 1], fn_cost=1, fp_cost=1).is_supported()
+        False
+        """
+        return self.support_issue(min_per_class) is None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``-inf`` threshold written as the string ``"-inf"``)."""

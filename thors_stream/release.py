@@ -1,0 +1,280 @@
+"""Release files: the thresholds a re-threshold job ships, as versioned JSON.
+
+``thors fit --out thresholds.json`` writes one; ``thors fit --baseline thresholds.json``
+reads one back (the deployed thresholds). The format is described by the JSON schema
+``thors_stream/schemas/release.schema.json`` (:func:`release_schema`) and checked on
+reading by :func:`validate_release`, a small validator for the subset of JSON Schema the
+schema uses (``type``, ``const``, ``enum``, ``required``, ``properties``,
+``additionalProperties``, ``minimum``, ``maximum``, ``pattern``, ``$ref`` to ``#/$defs/...``,
+``anyOf``) — no dependency.
+
+Format version 1 (all numbers JSON numbers; a ``-inf`` threshold is the string ``"-inf"``)::
+
+    {
+      "format": "thors-release", "version": 1,
+      "created_utc": "2026-11-22T20:30:00Z",
+      "library": {"name": "thors_stream", "version": "0.1.0"},
+      "input": {"path": "scores.csv", "sha256": "<64 hex>", "rows": 100000},
+      "parameters": {...the command's options...},
+      "global": ENTRY,
+      "segments": {"<segment>": ENTRY + {"source": "segment" | "pooled" | "global"}, ...} or null,
+      "baseline": null or {"path", "threshold", "cost", "new_cost", "saving", "shift", "forced"}
+    }
+
+An ENTRY is the threshold (predict positive iff ``score > threshold``) and what it does on
+the input (on the segment's events for a segment): ``cost``, ``n0``, ``n1``, ``k0``,
+``k1`` (weighted), ``count0``, ``count1``, ``count_k0``, ``count_k1`` (events), ``fpr``,
+``fnr`` (empirical, weighted), ``supported`` (both classes with at least
+``parameters.min_per_class`` events) and ``bounds`` (valid bounds on the true event rates
+at ``bounds.confidence``, see :mod:`thors_stream.bounds`; cost bounds only for unit
+weights). A segment whose ``source`` is ``"global"`` had too few events of a class and
+deploys the global threshold; its statistics are those of the global threshold on the
+segment's events.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from .result import ThresholdResult
+
+__all__ = ["RELEASE_FORMAT", "RELEASE_VERSION", "evaluate_threshold", "read_release", "release_entry",
+           "release_schema", "release_threshold", "validate_release", "write_release"]
+
+RELEASE_FORMAT = "thors-release"
+RELEASE_VERSION = 1
+_SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "schemas", "release.schema.json")
+
+
+def evaluate_threshold(threshold: float, scores: Any, y: Any, *, fn_cost: float, fp_cost: float,
+                       sample_weight: Any = None, class_prior: float | None = None) -> ThresholdResult:
+    """What a *given* threshold does on labelled scores, as a :class:`ThresholdResult`.
+
+    The cost is the THORS cost ``a * k1 + b * (n0 - k0)`` (``a, b`` from
+    :func:`~thors_stream.class_coefficients`), so it compares directly with the cost of
+    ``thors_threshold`` on the same data: the deployed threshold's cost minus the new one's
+    is the saving. Inputs are taken as validated (finite scores, 0/1 labels, weights > 0).
+    O(n).
+
+    >>> r = evaluate_threshold(0.5, [0.1, 0.4, 0.6, 0.9], [0, 1, 0, 1], fn_cost=10, fp_cost=1)
+    >>> r.cost, r.count_k1, r.fpr
+    (11.0, 1, 0.5)
+    """
+    from .batch import class_coefficients
+
+    s = np.asarray(scores, dtype=np.float64)
+    lab = np.asarray(y).astype(bool)
+    w = np.ones(s.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    thr = float(threshold)
+    below = s <= thr
+    n1, n0 = float(w[lab].sum()), float(w[~lab].sum())
+    k1, k0 = float(w[lab & below].sum()), float(w[~lab & below].sum())
+    c1 = int(np.count_nonzero(lab))
+    c0 = s.shape[0] - c1
+    ck1 = int(np.count_nonzero(lab & below))
+    ck0 = int(np.count_nonzero(below)) - ck1
+    a, b = class_coefficients(float(fn_cost), float(fp_cost), n0, n1, class_prior)
+    return ThresholdResult(threshold=thr, cost=float(a * k1 + b * (n0 - k0)), n0=n0, n1=n1, k0=k0, k1=k1,
+                           count0=c0, count1=c1, count_k0=ck0, count_k1=ck1, fn_cost=float(fn_cost),
+                           fp_cost=float(fp_cost), class_prior=class_prior)
+
+
+def _thr_json(t: float) -> float | str:
+    return "-inf" if t == -math.inf else float(t)
+
+
+def _thr_from_json(v: Any) -> float:
+    return -math.inf if v == "-inf" else float(v)
+
+
+def release_entry(result: ThresholdResult, *, min_per_class: int, confidence: float = 0.95,
+                  n_test: int | None = None) -> dict[str, Any]:
+    """One ENTRY of a release file (see the module docstring) for ``result``. O(1) plus the bounds.
+
+    >>> from thors_stream import thors_threshold
+    >>> e = release_entry(thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], fn_cost=1, fp_cost=1),
+    ...                   min_per_class=1)
+    >>> e["threshold"], e["cost"], e["supported"], sorted(e["bounds"])[:2]
+    (0.1, 1.0, True, ['confidence', 'fnr_lower'])
+    """
+    d: dict[str, Any] = {"threshold": _thr_json(result.threshold), "cost": float(result.cost)}
+    for k in ("n0", "n1", "k0", "k1"):
+        d[k] = float(getattr(result, k))
+    for k in ("count0", "count1", "count_k0", "count_k1"):
+        d[k] = int(getattr(result, k))
+    d["fpr"], d["fnr"] = float(result.fpr), float(result.fnr)
+    d["supported"] = result.is_supported(min_per_class)
+    b = result.bounds(confidence, n_test if n_test is not None else None)
+    bd: dict[str, Any] = {"confidence": confidence}
+    bd.update({k: float(getattr(b, k)) for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper")})
+    if not b.weighted and b.n_test is not None:
+        bd["n_test"] = int(b.n_test)
+        bd["cost_upper"] = float(b.cost_upper_exact)
+    d["bounds"] = bd
+    return d
+
+
+def release_schema() -> dict[str, Any]:
+    """The release file's JSON schema (``thors_stream/schemas/release.schema.json``)."""
+    with open(_SCHEMA_PATH, encoding="utf-8") as f:
+        return json.load(f)
+
+
+_TYPES: dict[str, Any] = {
+    "object": dict, "array": list, "string": str, "boolean": bool, "null": type(None),
+    "integer": int, "number": (int, float),
+}
+
+
+def _check(v: Any, sch: dict[str, Any], root: dict[str, Any], where: str) -> str | None:
+    """The first violation of ``sch`` by ``v`` (a message), or ``None``."""
+    if "$ref" in sch:
+        return _check(v, root["$defs"][sch["$ref"].rsplit("/", 1)[1]], root, where)
+    if "anyOf" in sch:
+        errors = [_check(v, s, root, where) for s in sch["anyOf"]]
+        if all(errors):
+            return errors[0]
+    if "type" in sch:
+        types = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
+        ok = any(isinstance(v, _TYPES[t]) and not (isinstance(v, bool) and t in ("integer", "number"))
+                 for t in types)
+        if not ok:
+            return f"{where}: expected {' or '.join(types)}, got {type(v).__name__}"
+    if "const" in sch and v != sch["const"]:
+        return f"{where}: must be {sch['const']!r}, got {v!r}"
+    if "enum" in sch and v not in sch["enum"]:
+        return f"{where}: must be one of {sch['enum']}, got {v!r}"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not math.isfinite(v):
+            return f"{where}: must be finite, got {v!r}"
+        if "minimum" in sch and v < sch["minimum"]:
+            return f"{where}: must be >= {sch['minimum']}, got {v!r}"
+        if "maximum" in sch and v > sch["maximum"]:
+            return f"{where}: must be <= {sch['maximum']}, got {v!r}"
+    if isinstance(v, str) and "pattern" in sch and not re.fullmatch(sch["pattern"], v):
+        return f"{where}: does not match {sch['pattern']!r}: {v[:40]!r}"
+    if isinstance(v, dict):
+        for k in sch.get("required", ()):
+            if k not in v:
+                return f"{where}: missing {k!r}"
+        props = sch.get("properties", {})
+        extra = sch.get("additionalProperties", True)
+        for k, x in v.items():
+            if k in props:
+                err = _check(x, props[k], root, f"{where}.{k}")
+            elif extra is False:
+                err = f"{where}: unexpected field {k!r}"
+            elif isinstance(extra, dict):
+                err = _check(x, extra, root, f"{where}.{k}")
+            else:
+                err = None
+            if err:
+                return err
+    return None
+
+
+def validate_release(doc: Any, schema: dict[str, Any] | None = None) -> None:
+    """Raise ``ValueError`` naming the first field of ``doc`` that breaks the release schema.
+
+    >>> validate_release({"format": "thors-release"})
+    Traceback (most recent call last):
+    ...
+    ValueError: not a valid release file: release: missing 'version'
+    """
+    root = release_schema() if schema is None else schema
+    err = _check(doc, root, root, "release")
+    if err:
+        raise ValueError(f"not a valid release file: {err}")
+
+
+def _utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def make_release(global_entry: dict[str, Any], *, segments: dict[str, dict[str, Any]] | None,
+                 input_info: dict[str, Any], parameters: dict[str, Any],
+                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble (and validate) a release document. O(size)."""
+    from .cli import _version
+
+    doc = {
+        "format": RELEASE_FORMAT, "version": RELEASE_VERSION, "created_utc": _utc_now(),
+        "library": {"name": "thors_stream", "version": _version()},
+        "input": input_info, "parameters": parameters, "global": global_entry,
+        "segments": segments, "baseline": baseline,
+    }
+    validate_release(doc)
+    return doc
+
+
+def dumps_release(doc: dict[str, Any]) -> str:
+    """The release as JSON text (strict: no NaN or infinity), newline-terminated."""
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def write_release(doc: dict[str, Any], path: str) -> None:
+    """Write the release atomically (a temporary file in the same directory, fsync, rename)."""
+    text = dumps_release(doc)
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".thors-release-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_release(path: str) -> dict[str, Any]:
+    """Read and validate a release file; ``ValueError`` naming the file and the bad field.
+
+    Only regular files are read (at most 64 MiB); the JSON must be strict (no NaN).
+    """
+    import stat
+
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: not a regular file")
+    if st.st_size > 64 << 20:
+        raise ValueError(f"{path}: too large for a release file ({st.st_size:,} bytes)")
+
+    def no_constants(c: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {c}")
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f, parse_constant=no_constants)
+    except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a release file (not valid JSON: {str(exc).splitlines()[0]})") from None
+    try:
+        validate_release(doc)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return doc
+
+
+def release_threshold(doc: dict[str, Any], segment: str | None = None) -> float:
+    """The threshold a release deploys: the segment's when ``segment`` is listed, else the global one.
+
+    >>> release_threshold({"global": {"threshold": "-inf"}, "segments": None})
+    -inf
+    """
+    segs = doc.get("segments") or {}
+    if segment is not None and segment in segs:
+        return _thr_from_json(segs[segment]["threshold"])
+    return _thr_from_json(doc["global"]["threshold"])
