@@ -122,7 +122,7 @@ def test_csv_field_over_the_limit_is_exit_2_with_file_and_line_on_both_engines(t
     assert len(err) < 300
     # at the limit it is a field like any other (an unused one is ignored)
     p.write_text(f"score,label,note\n0.2,0,a\n0.3,1,{'z' * FIELD_LIMIT}\n")
-    assert run(["fit", str(p), *COLS, *COSTS, "--engine", engine], capsys)[0] == 0
+    assert run(["fit", str(p), *COLS, *COSTS, "--engine", engine, "--min-per-class", "1"], capsys)[0] == 0
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -145,7 +145,7 @@ def test_non_utf8_input_names_the_file_and_line(tmp_path, capsys, engine):
 # ----------------------------------------------------------------- huge options
 @pytest.mark.parametrize("cmd", ["fit", "replay"])
 def test_costs_that_would_overflow_are_refused(tmp_path, capsys, small, cmd):
-    extra = ["--window", "3", "--out", str(tmp_path / "o.csv")] if cmd == "replay" else []
+    extra = ["--window", "3", "--out", str(tmp_path / "o.csv")] if cmd == "replay" else ["--min-per-class", "1"]
     code, out, err = run([cmd, str(small), *COLS, "--fn-cost", "1e308", "--fp-cost", "1", *extra], capsys)
     assert refused(code, out, err, "too large", "overflow")
     # the product with the weights overflows even though each number is finite
@@ -181,7 +181,7 @@ def test_n_test_out_of_range_is_one_line_exit_2(small, value):
 
 
 def test_n_test_in_scientific_notation(capsys, small):
-    code, out, _ = run(["fit", str(small), *COLS, *COSTS, "--n-test", "1e6"], capsys)
+    code, out, _ = run(["fit", str(small), *COLS, *COSTS, "--n-test", "1e6", "--min-per-class", "1"], capsys)
     assert code == 0 and "1,000,000 new events" in out
 
 

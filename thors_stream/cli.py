@@ -13,6 +13,11 @@ Exit codes:
 - 0: done (also when the reader of standard output closed it early, e.g. ``| head``);
 - 2: bad input or usage (missing column, bad value on line N, bad option, unreadable or
   non-regular file, costs that would overflow...): one line on stderr, no traceback;
+- 3 (``thors fit``): refused, the data do not support a threshold: a class is absent
+  (e.g. a broken label join) or has fewer than ``--min-per-class`` events in the whole
+  file (a small *segment* is not refused: it gets the global threshold);
+- 4 (``thors fit --baseline``): refused, the new threshold moves further than
+  ``--max-shift`` from the deployed one (``--force`` to publish anyway);
 - 130: interrupted (Ctrl-C);
 - 1: an unexpected error, with its traceback (a bug: please report it).
 """
@@ -33,9 +38,13 @@ from typing import Any
 
 import numpy as np
 
+from .result import DEFAULT_MIN_PER_CLASS
+
 EXIT_OK = 0
 EXIT_INPUT = 2
 EXIT_INTERRUPTED = 130
+EXIT_UNSUPPORTED = 3
+EXIT_SHIFT = 4
 MAX_N_TEST = 10**12
 """Largest ``--n-test``: the exact cost quantile takes O(sqrt(n_test)) time and memory."""
 _MAX_TOTAL_COST = 1e300  # headroom below the float maximum for the running sums
@@ -78,6 +87,16 @@ def _int_in(low: int, high: int | None = None) -> Any:
 
 _positive_int = _int_in(1)
 _nonneg_int = _int_in(0)
+
+
+def _nonneg_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (v >= 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be finite and >= 0: {text!r}")
+    return v
 
 
 def _confidence(text: str) -> float:
@@ -133,15 +152,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _data_args(p: argparse.ArgumentParser) -> None:
+def _data_args(p: argparse.ArgumentParser, costs_required: bool = True) -> None:
     p.add_argument("data", help="CSV file with a header line or Parquet file (found by content; Parquet needs "
                                 "pyarrow), or - for standard input")
     p.add_argument("--score-col", required=True, help="column holding the classifier's score")
     p.add_argument("--label-col", required=True,
                    help="column holding the label: exactly 0, 1, true or false (any case); Parquet also boolean")
     p.add_argument("--weight-col", default=None, help="optional column of per-event weights (> 0)")
-    p.add_argument("--fn-cost", type=_positive_float, required=True, help="cost of a false negative")
-    p.add_argument("--fp-cost", type=_positive_float, required=True, help="cost of a false positive")
+    extra = "" if costs_required else " (or a column of them: --fn-cost-col)"
+    p.add_argument("--fn-cost", type=_positive_float, required=costs_required,
+                   help="cost of a false negative" + extra)
+    p.add_argument("--fp-cost", type=_positive_float, required=costs_required,
+                   help="cost of a false positive" + extra.replace("fn-", "fp-"))
     p.add_argument("--class-prior", type=_confidence, default=None, help="population share of positives")
     p.add_argument("--engine", choices=("auto", "python", "pyarrow"), default="auto",
                    help="CSV reader (same answers; pyarrow is faster)")
@@ -155,7 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     5.0
     """
     p = _Parser(prog="thors", description="Exact, online cost-sensitive thresholds (THORS).",
-                epilog="exit codes: 0 done, 2 bad input or usage, 130 interrupted, 1 unexpected error (a bug)")
+                epilog="exit codes: 0 done, 2 bad input or usage, 3 fit refused: too few events of a class, "
+                       "4 fit refused: threshold moved more than --max-shift, 130 interrupted, "
+                       "1 unexpected error (a bug)")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -166,8 +190,32 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--limit", type=_positive_int, default=None, help="stop after this many events")
     d.add_argument("--every", type=_positive_int, default=5000, help="print a line every this many events")
 
-    f = sub.add_parser("fit", help="the THORS threshold of a file of labelled scores")
-    _data_args(f)
+    f = sub.add_parser("fit", help="the THORS threshold of a file of labelled scores",
+                       epilog="exit codes: 0 done, 2 bad input or usage, 3 refused: a class absent or below "
+                              "--min-per-class, 4 refused: a move larger than --max-shift from --baseline "
+                              "(without --force)")
+    _data_args(f, costs_required=False)
+    f.add_argument("--fn-cost-col", default=None, metavar="COL",
+                   help="per-event cost of missing a positive (e.g. its amount), > 0; replaces --fn-cost")
+    f.add_argument("--fp-cost-col", default=None, metavar="COL",
+                   help="per-event cost of flagging a negative (e.g. a fee), > 0; replaces --fp-cost")
+    f.add_argument("--min-per-class", type=_positive_int, default=DEFAULT_MIN_PER_CLASS,
+                   help=f"refuse (exit 3) when a class has fewer events (default {DEFAULT_MIN_PER_CLASS}: below it "
+                        "even an error-free class has a 95%% upper bound on its error rate above 0.2); "
+                        "segments below it get the global threshold")
+    f.add_argument("--segment-col", default=None, metavar="COL",
+                   help="one threshold per value of this column (exact per segment)")
+    f.add_argument("--pool-weight", type=_nonneg_float, default=None, metavar="LAMBDA",
+                   help="with --segment-col: partial pooling, a segment's events at weight 1 plus all events at "
+                        "weight LAMBDA (0: separate thresholds; large: the global one)")
+    f.add_argument("--out", default=None, metavar="JSON",
+                   help="write the release file (versioned JSON; schema thors_stream/schemas/release.schema.json), "
+                        "- for standard output")
+    f.add_argument("--baseline", default=None, metavar="JSON",
+                   help="the deployed release file: report its cost on this data, the new cost and the saving")
+    f.add_argument("--max-shift", type=_nonneg_float, default=None,
+                   help="with --baseline: refuse (exit 4) a global threshold moving by more than this")
+    f.add_argument("--force", action="store_true", help="publish even when the move exceeds --max-shift")
     f.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the bounds (default 0.95)")
     f.add_argument("--max-fpr", type=_confidence, default=None, metavar="ALPHA",
                    help="Neyman-Pearson: keep the true FPR <= ALPHA with probability --confidence")
@@ -276,30 +324,116 @@ def _bounds(r: Any, confidence: float, n_test: int) -> Any:
     return b
 
 
+class Refused(Exception):
+    """``thors fit`` refuses to publish: one line on stderr and ``code`` as the exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _fit_weights(args: argparse.Namespace, ev: Any) -> tuple[float, float, np.ndarray | None]:
+    """``(fn_cost, fp_cost, weights)`` for the search: per-event cost columns become weights
+    with unit costs (:func:`thors_stream.event_costs.event_cost_weights`)."""
+    if args.fn_cost is None and args.fn_cost_col is None:
+        raise ValueError("--fn-cost (or --fn-cost-col) is required")
+    if args.fp_cost is None and args.fp_cost_col is None:
+        raise ValueError("--fp-cost (or --fp-cost-col) is required")
+    for a, b in (("fn_cost", "fn_cost_col"), ("fp_cost", "fp_cost_col")):
+        if getattr(args, a) is not None and getattr(args, b) is not None:
+            raise ValueError(f"give --{a.replace('_', '-')} or --{b.replace('_', '-')}, not both")
+    if args.fn_cost_col is None and args.fp_cost_col is None:
+        return args.fn_cost, args.fp_cost, ev.weights
+    if args.class_prior is not None:
+        raise ValueError("--class-prior cannot be combined with --fn-cost-col/--fp-cost-col")
+    if args.max_fpr is not None or args.max_fnr is not None:
+        raise ValueError("--max-fpr/--max-fnr cannot be combined with --fn-cost-col/--fp-cost-col")
+    from .event_costs import event_cost_weights
+
+    fn = ev.fn_costs if args.fn_cost_col is not None else args.fn_cost
+    fp = ev.fp_costs if args.fp_cost_col is not None else args.fp_cost
+    with np.errstate(over="ignore"):
+        w = event_cost_weights(ev.labels, fn, fp, ev.weights)
+    return 1.0, 1.0, w
+
+
+def _shift(new: float, old: float) -> float:
+    """``|new - old|``; infinite when exactly one of them is ``-inf``."""
+    if new == old:
+        return 0.0
+    return abs(new - old) if math.isfinite(new) and math.isfinite(old) else math.inf
+
+
+def _thr_text(t: float) -> str:
+    return "-inf" if math.isinf(t) else f"{t:.10g}"
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
-    """``thors fit``: read a file, print (or ``--json``) the threshold, its cost and bounds. O(n log n)."""
+    """``thors fit``: read a file, print (or ``--json``) the threshold, its cost and bounds;
+    refuse unsupported data (exit 3) or a too large move from ``--baseline`` (exit 4);
+    write the release file (``--out``). O(n log n) (times the segments with pooling)."""
     from .batch import cost_curve, thors_threshold
     from .io import read_events
+    from .release import evaluate_threshold, make_release, read_release, release_entry, release_threshold
 
-    _check_outputs(args.data, [("--plot", args.plot)])
+    if args.out == "-" and args.json:
+        raise ValueError("--out - and --json both write to standard output; choose one")
+    if args.pool_weight is not None and args.segment_col is None:
+        raise ValueError("--pool-weight needs --segment-col")
+    if args.max_shift is not None and args.baseline is None:
+        raise ValueError("--max-shift needs --baseline (the deployed release file)")
+    _check_outputs(args.data, [("--plot", args.plot), ("--out", args.out)])
+    baseline = read_release(args.baseline) if args.baseline is not None else None
     t0 = time.perf_counter()
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
-                     engine=args.engine)
+                     engine=args.engine, fn_cost_col=args.fn_cost_col, fp_cost_col=args.fp_cost_col,
+                     segment_col=args.segment_col, digest=args.out is not None)
     t1 = time.perf_counter()
-    _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
+    fn_cost, fp_cost, weights = _fit_weights(args, ev)
+    _check_magnitudes_w(ev, weights, fn_cost, fp_cost, args.class_prior)
     np_mode = {}
     if args.max_fpr is not None or args.max_fnr is not None:
         np_mode = {"max_fpr": args.max_fpr, "max_fnr": args.max_fnr, "confidence": args.confidence}
-    r = thors_threshold(ev.scores, ev.labels, fn_cost=args.fn_cost, fp_cost=args.fp_cost,
-                        sample_weight=ev.weights, class_prior=args.class_prior, **np_mode)
+    r = thors_threshold(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
+                        sample_weight=weights, class_prior=args.class_prior, **np_mode)
     t2 = time.perf_counter()
-    bounds = _bounds(r, args.confidence, len(ev) if args.n_test is None else args.n_test)
+    n_test = len(ev) if args.n_test is None else args.n_test
+    bounds = _bounds(r, args.confidence, n_test)
+    issue = r.support_issue(args.min_per_class)
+    if issue is not None:
+        raise Refused(f"refused: {issue} (--min-per-class {args.min_per_class}); nothing published", EXIT_UNSUPPORTED)
+    plan = None
+    if args.segment_col is not None:
+        from .segments import segment_thresholds
+
+        plan = segment_thresholds(ev.scores, ev.labels, ev.segments, fn_cost=fn_cost, fp_cost=fp_cost,
+                                  sample_weight=weights, class_prior=args.class_prior,
+                                  min_per_class=args.min_per_class, pool_weight=args.pool_weight)
+    base_info = None
+    if baseline is not None:
+        old_thr = release_threshold(baseline)
+        old = evaluate_threshold(old_thr, ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
+                                 sample_weight=weights, class_prior=args.class_prior)
+        shift = _shift(r.threshold, old_thr)
+        base_info = {"path": args.baseline, "threshold": "-inf" if math.isinf(old_thr) else old_thr,
+                     "cost": old.cost, "new_cost": r.cost, "saving": old.cost - r.cost,
+                     "shift": "inf" if math.isinf(shift) else shift, "forced": False}
+        if args.max_shift is not None and shift > args.max_shift:
+            if not args.force:
+                by = "an infinite amount" if math.isinf(shift) else f"{shift:.6g}"
+                raise Refused(f"refused: the threshold would move by {by} (from {_thr_text(old_thr)} "
+                              f"to {_thr_text(r.threshold)}), more than --max-shift {args.max_shift:g}; cost "
+                              f"{old.cost:,.6g} -> {r.cost:,.6g}; use --force to publish it", EXIT_SHIFT)
+            base_info["forced"] = True
     if args.plot:
         from .plotting import plot_cost_curve
 
-        thr, cost = cost_curve(ev.scores, ev.labels, fn_cost=args.fn_cost, fp_cost=args.fp_cost,
-                               sample_weight=ev.weights, class_prior=args.class_prior)
+        thr, cost = cost_curve(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
+                               sample_weight=weights, class_prior=args.class_prior)
         plot_cost_curve(thr, cost, r, args.plot, bounds=bounds)
+    if args.out is not None:
+        _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry)
+    report = sys.stderr if args.out == "-" else sys.stdout
     if args.json:
         d = r.to_dict()
         d.update(rows=len(ev), parse_seconds=round(t1 - t0, 6), threshold_seconds=round(t2 - t1, 6))
@@ -308,31 +442,102 @@ def cmd_fit(args: argparse.Namespace) -> int:
             d["peak_rss_mb"] = peak
         if bounds is not None:
             d["bounds"] = {"confidence": args.confidence, **_bounds_dict(bounds)}
+        if base_info is not None:
+            d["baseline"] = base_info
+        if plan is not None:
+            d["segments"] = {str(k): {"threshold": v.to_dict()["threshold"], "source": plan.sources[k],
+                                      "count0": v.count0, "count1": v.count1}
+                             for k, v in plan.results.items()}
         print(json.dumps(d))
         return EXIT_OK
     thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else f"{r.threshold:.10g}"
-    print(f"rows          {len(ev):,} ({r.count1:,} positive, {r.count0:,} negative)")
-    print(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
-    print(f"cost          {r.cost:,.6g}   (FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g})")
+
+    def say(line: str) -> None:
+        print(line, file=report)
+
+    say(f"rows          {len(ev):,} ({r.count1:,} positive, {r.count0:,} negative)")
+    say(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
+    costs_txt = (f"FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g}" if weights is ev.weights else
+                 f"FN cost {args.fn_cost_col or args.fn_cost}, FP cost {args.fp_cost_col or args.fp_cost} per event")
+    say(f"cost          {r.cost:,.6g}   ({costs_txt})")
     if np_mode:
         caps = " and ".join(f"true {k[4:].upper()} <= {v:g}" for k, v in np_mode.items() if k != "confidence" and v)
-        print(f"constraint    {caps}, with probability {args.confidence:.0%} (cheapest such threshold)")
-    print(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
+        say(f"constraint    {caps}, with probability {args.confidence:.0%} (cheapest such threshold)")
+    say(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
     if bounds is not None:
         c = f"{args.confidence:.0%}"
-        print(f"FPR bounds    [{bounds.fpr_lower:.6f}, {bounds.fpr_upper:.6f}]   (each side {c}; valid for this "
-              "data-chosen threshold)")
-        print(f"FNR bounds    [{bounds.fnr_lower:.6f}, {bounds.fnr_upper:.6f}]")
+        say(f"FPR bounds    [{bounds.fpr_lower:.6f}, {bounds.fpr_upper:.6f}]   (each side {c}; valid for this "
+            "data-chosen threshold)")
+        say(f"FNR bounds    [{bounds.fnr_lower:.6f}, {bounds.fnr_upper:.6f}]")
         if bounds.weighted:
-            print("              (weighted file: the bounds are on event rates; no cost bound for per-event costs)")
+            say("              (weighted file: the bounds are on event rates; no cost bound for per-event costs)")
         else:
             ci = bounds.cost_interval
-            print(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
-                  f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
+            say(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
+                f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
+    if base_info is not None:
+        say(f"baseline      deployed threshold {_thr_text(release_threshold(baseline))} costs "
+            f"{base_info['cost']:,.6g} on this data; new {r.cost:,.6g}; saving {base_info['saving']:,.6g}"
+            + ("   (move larger than --max-shift, forced)" if base_info["forced"] else ""))
+    if plan is not None:
+        say(f"segments      {len(plan.results):,} (own threshold when each class has >= {args.min_per_class} "
+            "events, else the global one)")
+        for k, v in plan.results.items():
+            say(f"  {str(k)[:30]:<30} {_thr_text(v.threshold):>16}  {plan.sources[k]:<7}  cost {v.cost:,.6g}  "
+                f"({v.count1:,} pos, {v.count0:,} neg)")
+    if args.out is not None and args.out != "-":
+        say(f"release       written to {args.out}")
     peak = _peak_rss_mb()
-    print(f"time          parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s"
-          + (f", peak memory {peak:,.0f} MB" if peak is not None else ""))
+    say(f"time          parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s"
+        + (f", peak memory {peak:,.0f} MB" if peak is not None else ""))
     return EXIT_OK
+
+
+def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, base_info: Any, n_test: int,
+                       make_release: Any, release_entry: Any) -> None:
+    """Build the release document and write it to ``--out`` (atomically) or standard output."""
+    from .release import dumps_release, write_release
+
+    conf = args.confidence
+
+    def entry(res: Any, n: int | None) -> dict[str, Any]:
+        try:
+            return release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=n)
+        except (OverflowError, FloatingPointError):
+            return release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=None)
+
+    segments = None
+    if plan is not None:
+        segments = {}
+        for k, v in plan.results.items():
+            e = entry(v, None)
+            e["source"] = plan.sources[k]
+            segments[str(k)] = e
+    params = {k: v for k, v in sorted(vars(args).items())
+              if k not in ("command", "data", "json", "plot", "out", "force") and v is not None}
+    params["n_test"] = n_test
+    doc = make_release(entry(r, n_test), segments=segments,
+                       input_info={"path": args.data, "sha256": ev.sha256, "rows": len(ev)},
+                       parameters=params, baseline=base_info)
+    if args.out == "-":
+        sys.stdout.write(dumps_release(doc))
+    else:
+        write_release(doc, args.out)
+
+
+def _check_magnitudes_w(ev: Any, weights: np.ndarray | None, fn_cost: float, fp_cost: float,
+                        class_prior: float | None) -> None:
+    """:func:`_check_magnitudes` with the weights actually used (per-event costs included)."""
+
+    class _View:
+        labels = ev.labels
+
+        def __len__(self) -> int:
+            return len(ev)
+
+    v = _View()
+    v.weights = weights  # type: ignore[attr-defined]
+    _check_magnitudes(v, fn_cost, fp_cost, class_prior)
 
 
 def _peak_rss_mb() -> float | None:
@@ -594,6 +799,9 @@ def _run(argv: list[str] | None) -> int:
         return code
     except BrokenPipeError:
         raise
+    except Refused as exc:
+        print(f"thors {args.command}: {exc}", file=sys.stderr)
+        return exc.code
     except (ValueError, ImportError, OSError) as exc:  # InputError is a ValueError
         print(f"thors {args.command}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_INPUT

@@ -140,8 +140,8 @@ def _check(v: Any, sch: dict[str, Any], root: dict[str, Any], where: str) -> str
         return _check(v, root["$defs"][sch["$ref"].rsplit("/", 1)[1]], root, where)
     if "anyOf" in sch:
         errors = [_check(v, s, root, where) for s in sch["anyOf"]]
-        if all(errors):
-            return errors[0]
+        if all(errors):  # report the branch that got deepest into the value
+            return max(errors, key=lambda e: e.split(":", 1)[0].count("."))  # type: ignore[union-attr]
     if "type" in sch:
         types = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
         ok = any(isinstance(v, _TYPES[t]) and not (isinstance(v, bool) and t in ("integer", "number"))
