@@ -239,6 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", required=True, help="trajectory CSV to write, - for standard output")
     r.add_argument("--every", type=_positive_int, default=1, help="write a row every k events (default 1)")
     r.add_argument("--plot", default=None, metavar="PNG", help="save threshold and cost over time")
+    r.add_argument("--jsonl", default=None, metavar="FILE",
+                   help="monitoring log: one JSON object per written row (published threshold, its cost, FPR, FNR, "
+                        "held counts, realised cost since publication, alerts); - for standard output")
+    r.add_argument("--alert-jump", type=_nonneg_float, default=None, metavar="D",
+                   help="alert when the published threshold moves by more than D")
+    r.add_argument("--hysteresis", type=_nonneg_float, default=None, metavar="FRACTION",
+                   help="publish a new threshold only when the published one costs more than the optimum by more "
+                        "than FRACTION on the held events (checked at every written row)")
+    r.add_argument("--confidence", type=_confidence, default=0.95,
+                   help="confidence of the realised-cost bound behind the cost alert (default 0.95)")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (there is one only when stderr is a terminal and tqdm is installed)")
     return p
@@ -664,6 +674,96 @@ class HeldRates:
             self._ref = r
 
 
+class _Monitor:
+    """The ``--jsonl`` monitoring log of ``thors replay``: the published threshold (with
+    ``--hysteresis``, replaced only when it costs more than the optimum by that fraction on
+    the held events), its cost and rates on the held events, the held counts, the realised
+    cost of the events seen since it was published (each decided with it before being
+    learned, unit weights: ``fn_cost * #FN + fp_cost * #FP``) and the alerts:
+
+    * ``threshold_jump``: the published threshold moved by more than ``--alert-jump``;
+    * ``cost_over_bound``: the realised cost since publication exceeds the bound that came
+      with the threshold (``cost_upper_exact`` of ``result.bounds(confidence, n_test=events
+      since publication)`` for the window it was chosen from; see :mod:`thors_stream.bounds`).
+    """
+
+    def __init__(self, args: argparse.Namespace, held: HeldRates, dates: bool) -> None:
+        self.args, self.held, self.dates = args, held, dates
+        self.f = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w")  # closed in close()
+        self.pub: float | None = None
+        self.pub_result: Any = None
+        self.pub_risk: float | None = None
+        self.since = self.fn = self.fp = 0
+        self.n_alerts = 0
+
+    def see(self, score: float, label: bool) -> None:
+        """An event arrives: decide it with the published threshold (before it is learned)."""
+        if self.pub is None:
+            return
+        self.since += 1
+        flagged = score > self.pub
+        if label and not flagged:
+            self.fn += 1
+        elif not label and flagged:
+            self.fp += 1
+
+    def _held_cost(self, thr: float) -> tuple[float, float, float]:
+        from .batch import class_coefficients
+
+        fpr, fnr = self.held.rates(thr)
+        n0, n1 = self.held._tot
+        a, b = class_coefficients(self.args.fn_cost, self.args.fp_cost, n0, n1, self.args.class_prior)
+        return a * fnr * n1 + b * fpr * n0, fpr, fnr
+
+    def row(self, event: int, t: float | None, st: Any, thr: float, cost: float) -> None:
+        args = self.args
+        alerts: list[dict[str, Any]] = []
+        realised = args.fn_cost * self.fn + args.fp_cost * self.fp
+        if self.pub_result is not None and self.since and realised > 0:
+            if self.pub_risk is None:
+                self.pub_risk = self.pub_result.bounds(args.confidence).risk_upper
+            if realised > self.since * self.pub_risk:  # cheap pre-check before the exact quantile
+                b = self.pub_result.bounds(args.confidence, n_test=self.since)
+                if realised > b.cost_upper_exact:
+                    alerts.append({"type": "cost_over_bound", "realised_cost": realised,
+                                   "bound": b.cost_upper_exact, "events": self.since,
+                                   "confidence": args.confidence})
+        publish = self.pub is None or args.hysteresis is None
+        if not publish and thr != self.pub:
+            pub_cost = self._held_cost(self.pub)[0]  # type: ignore[arg-type]
+            publish = pub_cost > (1.0 + args.hysteresis) * cost
+        since = self.since
+        if publish and thr != self.pub:
+            if self.pub is not None and args.alert_jump is not None:
+                jump = _shift(thr, self.pub)
+                if jump > args.alert_jump:
+                    alerts.append({"type": "threshold_jump", "from": _json_thr(self.pub), "to": _json_thr(thr),
+                                   "jump": "inf" if math.isinf(jump) else jump})
+            self.pub, self.pub_result, self.pub_risk = thr, st.result(), None
+            self.since = self.fn = self.fp = 0
+        pub_cost, fpr, fnr = self._held_cost(self.pub)  # type: ignore[arg-type]
+        rec: dict[str, Any] = {"event": event}
+        if t is not None:
+            rec["time"] = _iso(t) if self.dates else t
+        rec.update(threshold=_json_thr(self.pub), cost=float(_num(pub_cost)), fpr=round(fpr, 12),
+                   fnr=round(fnr, 12), optimal_threshold=_json_thr(thr), optimal_cost=float(_num(cost)),
+                   held=self.held.held, held_pos=self.held._cnt[1], held_neg=self.held._cnt[0],
+                   events_since_publish=since, realised_cost=float(realised), alerts=alerts)
+        self.n_alerts += len(alerts)
+        self.f.write(json.dumps(rec, allow_nan=False) + "\n")
+
+    def close(self) -> None:
+        self.f.flush()
+        if self.f is not sys.stdout:
+            self.f.close()
+        if self.n_alerts:
+            print(f"{self.n_alerts:,} alert(s) written to {self.args.jsonl}", file=sys.stderr)
+
+
+def _json_thr(t: float) -> float | str:
+    return "-inf" if t == -math.inf else t
+
+
 def _iso(seconds: float) -> str:
     """``seconds`` since the epoch as an ISO 8601 UTC date-time ending in ``Z``."""
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat().replace("+00:00", "Z")
@@ -703,7 +803,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     if args.period is not None and args.time_col is None:
         raise ValueError("--period needs --time-col (the event time)")
-    _check_outputs(args.data, [("--out", args.out), ("--plot", args.plot)])
+    _check_outputs(args.data, [("--out", args.out), ("--plot", args.plot), ("--jsonl", args.jsonl)])
+    if args.jsonl is not None and args.jsonl == args.out:
+        raise ValueError("--jsonl and --out must be different files")
+    monitor = args.jsonl is not None or args.hysteresis is not None or args.alert_jump is not None
+    if (args.hysteresis is not None or args.alert_jump is not None) and args.jsonl is None:
+        raise ValueError("--hysteresis and --alert-jump need --jsonl (where the published thresholds and alerts go)")
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      time_col=args.time_col, engine=args.engine)
     _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
@@ -720,12 +825,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
     now = -math.inf
     to_stdout = args.out == "-"
     f = sys.stdout if to_stdout else open(args.out, "w", newline="")  # closed below
+    mon = _Monitor(args, held, ev.datetimes) if monitor else None
     bar = _progress(n, not args.no_progress)
     t0 = time.perf_counter()
     try:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(["event", *(["time"] if t is not None else []), "threshold", "cost", "fpr", "fnr", "held"])
         for i in range(n):
+            if mon is not None:
+                mon.see(s[i], y[i])
             if t is None:
                 st.update(s[i], y[i], w[i])
             else:
@@ -742,6 +850,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 if t is not None:
                     row.insert(1, show_time(t[i]))
                 out.writerow(row)
+                if mon is not None:
+                    mon.row(i + 1, None if t is None else t[i], st, thr, c)
                 xs.append(i + 1 if t is None else now)
                 thrs.append(thr)
                 costs.append(c)
@@ -755,6 +865,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             bar.close()
         if not to_stdout:
             f.close()
+        if mon is not None:
+            mon.close()
     secs = time.perf_counter() - t0
     where = "standard output" if to_stdout else args.out
     print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
