@@ -19,9 +19,16 @@ writes cannot mix two states). This script starts the worker, kills it with SIGK
 half-way through, restarts it from the last checkpoint, and checks that the result
 equals an uninterrupted run: no label is lost or counted twice.
 
-Three policies decide on the same scores: THORS (re-thresholded at each label),
-a fixed 0.5 cut, and a nightly batch re-threshold (``thors_threshold`` on the last
-30 days of labels, once a day). The table shows the money each one lost.
+Four policies decide on the same scores: THORS (re-thresholded at each label),
+a fixed 0.5 cut, a nightly batch re-threshold (``thors_threshold`` on the last
+30 days of labels, once a day), and the nightly job as it would ship: per segment
+(domestic / foreign payments, exact per segment, the global threshold for a segment
+with too few labels of a class), per-event costs (a missed fraud costs its amount, a
+review the fee: ``event_cost_weights``), guard rails (a night whose labels do not
+support a threshold, ``ThresholdResult.is_supported``, keeps the deployed thresholds;
+so does a move larger than ``MAX_SHIFT``, which a human would review) and a release
+file written each night (``thors_stream.release``; the last one is read back and
+validated at the end). The table shows the money each one lost.
 
 Run: ``python examples/fraud_loop.py`` (under a minute).
 """
@@ -29,6 +36,7 @@ Run: ``python examples/fraud_loop.py`` (under a minute).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import heapq
 import json
 import math
@@ -44,6 +52,9 @@ from pathlib import Path
 import numpy as np
 
 from thors_stream import StreamingThors, thors_threshold
+from thors_stream.event_costs import event_cost_weights
+from thors_stream.release import make_release, read_release, release_entry, write_release
+from thors_stream.segments import segment_thresholds
 
 DAY = 86_400.0
 FEE = 3.0  # cost of reviewing a genuine payment
@@ -54,6 +65,8 @@ MATURITY_DAYS = 20  # chargebacks come within 20 days: every label is final by t
 FREEZE_DAYS = 40  # the model learns from labels until then, and is frozen after
 WARMUP_DAYS = 60  # losses are counted from then on
 MIN_PER_CLASS = 30  # THORS is trusted once its window holds this many labels of each class
+MAX_SHIFT = 0.3  # the release job refuses a larger nightly move of the global threshold
+RELEASE = "nightly release (segments, guard rails)"
 
 
 def payments(seed: int = 7):
@@ -74,6 +87,10 @@ def payments(seed: int = 7):
         yield i, float(times[i]), x, float(amount[i]), bool(fraud[i]), float(delay[i])
 
 
+def segment_of(x: dict) -> str:
+    return "foreign" if x["foreign"] else "domestic"
+
+
 class Loop:
     """The worker's whole state: model, THORS, pending labels, counters."""
 
@@ -87,8 +104,11 @@ class Loop:
         self.labels_learned = 0
         self.nightly_thr = 0.5
         self.nightly_day = -1
-        self.window: list = []  # (label time, score, fraud, amount) for the nightly batch job
-        self.lost = {"THORS (streaming)": 0.0, "fixed 0.5 cut": 0.0, "nightly batch THORS": 0.0}
+        self.window: list = []  # (label time, score, fraud, amount, segment) for the nightly batch jobs
+        self.lost = {"THORS (streaming)": 0.0, "fixed 0.5 cut": 0.0, "nightly batch THORS": 0.0, RELEASE: 0.0}
+        self.deployed: dict = {"global": 0.5}  # the release job's thresholds: "global" and per segment
+        self.nights = {"published": 0, "refused: too few labels": 0, "refused: move > MAX_SHIFT": 0}
+        self.release_dir: str | None = None  # where the release job writes (not part of the compared state)
         self._thors_ready: bool | None = None
 
     def step(self, i: int, t: float, x: dict, amount: float, fraud: bool, delay: float) -> None:
@@ -98,18 +118,22 @@ class Loop:
         if day != self.nightly_day:  # the nightly job: batch THORS on the last 30 days of labels
             self.nightly_day = day
             self.window = [e for e in self.window if e[0] > t - 30 * DAY]
-            _, s, y, a = zip(*self.window) if self.window else ((), (), (), ())
+            _, s, y, a, _g = zip(*self.window) if self.window else ((), (), (), (), ())
             if min(sum(y), len(y) - sum(y)) >= MIN_PER_CLASS:
                 w = [amt if f else 1.0 for f, amt in zip(y, a)]
                 self.nightly_thr = thors_threshold(s, y, fn_cost=1.0, fp_cost=FEE, sample_weight=w).threshold
+            if self.window:
+                self.release_job(day)
         score = self.last_score = self.model.predict_proba_one(x).get(True, 0.0)
         r = self.thors.result() if self.next_index % 200 == 0 or self._thors_ready is None else None
         if r is not None:
             self._thors_ready = min(r.count0, r.count1) >= MIN_PER_CLASS
         thors_thr = self.thors.get() if self._thors_ready else 0.5
         counted = t >= WARMUP_DAYS * DAY
+        seg = segment_of(x)
         for name, thr in (("THORS (streaming)", thors_thr), ("fixed 0.5 cut", 0.5),
-                          ("nightly batch THORS", self.nightly_thr)):
+                          ("nightly batch THORS", self.nightly_thr),
+                          (RELEASE, self.deployed.get(seg, self.deployed["global"]))):
             if not counted:
                 break
             blocked = score > thr
@@ -123,18 +147,46 @@ class Loop:
         heapq.heappush(self.pending, (t + MATURITY_DAYS * DAY, t, i, score, x, amount, fraud))
         self.next_index = i + 1
 
+    def release_job(self, day: int) -> None:
+        """The nightly release: per-segment thresholds under per-event costs, guard rails, a release file."""
+        _, s, y, a, g = (np.array(c) for c in zip(*self.window))
+        w = event_cost_weights(y, fn_costs=a, fp_costs=FEE)  # a missed fraud costs its amount, a review FEE
+        plan = segment_thresholds(s, y, g, fn_cost=1.0, fp_cost=1.0, sample_weight=w, min_per_class=MIN_PER_CLASS)
+        glob = plan.global_result
+        if not glob.is_supported(MIN_PER_CLASS):  # e.g. the first nights: not enough labels yet
+            self.nights["refused: too few labels"] += 1
+            return
+        old = self.deployed["global"]
+        if self.nights["published"] and abs(glob.threshold - old) > MAX_SHIFT:  # a human would review it
+            self.nights["refused: move > MAX_SHIFT"] += 1
+            return
+        self.deployed = {"global": glob.threshold, **{k: r.threshold for k, r in plan.results.items()}}
+        self.nights["published"] += 1
+        if self.release_dir is not None:
+            segs = {k: {**release_entry(r, min_per_class=MIN_PER_CLASS), "source": plan.sources[k]}
+                    for k, r in plan.results.items()}
+            digest = hashlib.sha256(np.stack([s, y, a]).tobytes()).hexdigest()
+            doc = make_release(release_entry(glob, min_per_class=MIN_PER_CLASS), segments=segs,
+                               input_info={"path": f"labels of the 30 days before day {day}", "sha256": digest,
+                                           "rows": len(s)},
+                               parameters={"score_col": "score", "label_col": "fraud", "fn_cost_col": "amount",
+                                           "fp_cost": FEE, "segment_col": "foreign", "min_per_class": MIN_PER_CLASS,
+                                           "confidence": 0.95, "max_shift": MAX_SHIFT},
+                               baseline=None)
+            write_release(doc, os.path.join(self.release_dir, "thresholds.json"))
+
     def learn(self, t_label: float, t_paid: float, i: int, score: float, x: dict, amount: float, fraud: bool) -> None:
         if t_paid < FREEZE_DAYS * DAY:
             self.model.learn_one(x, fraud)
         else:  # a score of the frozen model: the one the decision was made with
             self.thors.update(score, fraud, amount if fraud else 1.0, t=t_label)  # a missed fraud costs its amount
-            self.window.append((t_label, score, fraud, amount))
+            self.window.append((t_label, score, fraud, amount, segment_of(x)))
         self.labels_learned += 1
 
     def save(self, directory: Path) -> None:
         gen = self.next_index
         self.thors.save(directory / f"thors.{gen}.ckpt")
-        rest = {k: v for k, v in self.__dict__.items() if k != "thors"}
+        rest = {k: v for k, v in self.__dict__.items() if k not in ("thors", "release_dir")}
         fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             pickle.dump({"generation": gen, "state": rest}, f)
@@ -157,6 +209,7 @@ class Loop:
 
 def work(directory: Path, slow: float = 0.0) -> dict:
     loop = Loop.restore(directory)
+    loop.release_dir = str(directory)
     for i, t, x, amount, fraud, delay in payments():
         if i < loop.next_index:
             continue  # already processed before the checkpoint
@@ -168,8 +221,10 @@ def work(directory: Path, slow: float = 0.0) -> dict:
     end = DAYS * DAY + 31 * DAY  # let every outstanding label arrive
     while loop.pending and loop.pending[0][0] <= end:
         loop.learn(*heapq.heappop(loop.pending))
+    release = read_release(str(directory / "thresholds.json"))  # validated against the schema
     return {"lost": loop.lost, "labels": loop.labels_learned, "threshold": loop.thors.get(),
-            "payments": loop.next_index}
+            "payments": loop.next_index, "nights": loop.nights, "deployed": loop.deployed,
+            "release_segments": {k: [v["source"], v["threshold"]] for k, v in release["segments"].items()}}
 
 
 def main() -> None:
@@ -211,6 +266,10 @@ def main() -> None:
     base = crashed["lost"]["fixed 0.5 cut"]
     for name, v in crashed["lost"].items():
         print(f"| {name} | {v:,.0f} | {v / base:.0%} |")
+    print()
+    print("release job nights: " + ", ".join(f"{k} {v}" for k, v in crashed["nights"].items()))
+    print("last release file (schema-valid): " + ", ".join(
+        f"{k}: {thr:.4f} ({src})" for k, (src, thr) in crashed["release_segments"].items()))
     if not same:
         raise SystemExit("the restarted run differs from the uninterrupted one")
 

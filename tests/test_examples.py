@@ -28,3 +28,6 @@ def test_fraud_loop_survives_a_kill():
     assert "worker killed with SIGKILL" in p.stdout
     assert "identical to an uninterrupted run: True" in p.stdout
     assert "| THORS (streaming) |" in p.stdout
+    assert "| nightly release (segments, guard rails) |" in p.stdout
+    assert "release job nights: published" in p.stdout and "refused: too few labels" in p.stdout
+    assert "last release file (schema-valid): domestic:" in p.stdout
