@@ -60,7 +60,7 @@ from .batch import class_coefficients, rows_by_score
 from .costs import resolve_costs
 from .result import ThresholdResult
 
-__all__ = ["thors_threshold"]
+__all__ = ["thors_threshold", "thors_threshold_by_segment"]
 
 _EXTRA = "pip install 'thors_stream[dask]'"
 
@@ -420,3 +420,51 @@ def _finish(
         count0=count0, count1=count1, count_k0=int(ck0), count_k1=int(ck1), fn_cost=fn, fp_cost=fp,
         class_prior=prior,
     )
+
+
+def _segment_partition(pdf: Any, score_col: str, label_col: str, segment_col: str, weight_col: str | None,
+                       fn_cost: float, fp_cost: float, class_prior: float | None) -> dict[Any, ThresholdResult]:
+    """THORS per segment of one shuffled partition (every segment lies in one partition)."""
+    from .segments import thors_by_segment
+
+    if len(pdf) == 0:
+        return {}
+    w = None if weight_col is None else pdf[weight_col].to_numpy(dtype=np.float64)
+    return thors_by_segment(pdf[score_col].to_numpy(dtype=np.float64), pdf[label_col].to_numpy(),
+                            pdf[segment_col].to_numpy(), fn_cost=fn_cost, fp_cost=fp_cost, sample_weight=w,
+                            class_prior=class_prior)
+
+
+def thors_threshold_by_segment(
+    ddf: Any, *, score_col: str, label_col: str, segment_col: str, weight_col: str | None = None,
+    fn_cost: float, fp_cost: float, class_prior: float | None = None,
+) -> dict[Any, ThresholdResult]:
+    """Exact THORS threshold per segment of a ``dask.dataframe.DataFrame``: ``{segment: ThresholdResult}``.
+
+    The same answer as :func:`thors_stream.segments.thors_by_segment` on the collected
+    rows. One hash shuffle of the rows on ``segment_col`` (so each segment's rows meet in
+    one partition), then one task per partition running the single-machine per-segment
+    search; everything in one ``dask.compute``. Time O(m log m) per partition of m rows;
+    memory per worker bounded by its partition, i.e. by the largest segments it holds
+    (a single segment must fit in one worker's memory). For segments whose fallback or
+    pooling needs the global threshold, combine with :func:`thors_threshold`.
+
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> pdf = pd.DataFrame({"s": [0.1, 0.9, 0.2, 0.3, 0.7, 0.8], "y": [0, 1, 1, 0, 0, 1],
+    ...                     "g": ["a", "a", "a", "b", "b", "b"]})
+    >>> r = thors_threshold_by_segment(dd.from_pandas(pdf, npartitions=2), score_col="s", label_col="y",
+    ...                                segment_col="g", fn_cost=1, fp_cost=1)
+    >>> {k: v.threshold for k, v in sorted(r.items())}
+    {'a': 0.1, 'b': 0.7}
+    """
+    dask = _require_dask()
+    costs = resolve_costs(fn_cost, fp_cost, None)
+    prior = check_class_prior(class_prior)
+    cols = [c for c in dict.fromkeys([score_col, label_col, segment_col, weight_col]) if c is not None]
+    shuffled = ddf[cols].shuffle(on=segment_col)
+    parts = [dask.delayed(_segment_partition)(p, score_col, label_col, segment_col, weight_col, costs.fn_cost,
+                                              costs.fp_cost, prior) for p in shuffled.to_delayed()]
+    out: dict[Any, ThresholdResult] = {}
+    for d in dask.compute(*parts):
+        out.update(d)
+    return out
