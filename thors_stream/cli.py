@@ -715,8 +715,12 @@ class _Monitor:
         a, b = class_coefficients(self.args.fn_cost, self.args.fp_cost, n0, n1, self.args.class_prior)
         return a * fnr * n1 + b * fpr * n0, fpr, fnr
 
-    def row(self, event: int, t: float | None, st: Any, thr: float, cost: float) -> None:
+    def row(self, event: int, t: float | None, st: Any, thr: float | None, cost: float | None) -> None:
         args = self.args
+        if thr is None or cost is None:  # nothing held (only late events so far): nothing to publish
+            rec0: dict[str, Any] = {"event": event, "threshold": None, "held": 0, "alerts": []}
+            self.f.write(json.dumps(rec0) + "\n")
+            return
         alerts: list[dict[str, Any]] = []
         realised = args.fn_cost * self.fn + args.fp_cost * self.fp
         if self.pub_result is not None and self.since and realised > 0:
@@ -796,7 +800,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     Columns: ``event`` (1-based), ``time`` (with ``--time-col``: the event's time, ISO 8601
     UTC when the file had date-times, else seconds), ``threshold``, ``cost``, ``fpr``, ``fnr``
-    (empirical, of the held events at the threshold) and ``held``. O(n log n).
+    (empirical, of the held events at the threshold) and ``held``. With ``--jsonl`` also the
+    monitoring log (:class:`_Monitor`: published threshold, alerts, hysteresis). O(n log n).
     """
     from .io import read_events
     from .stream import StreamingThors
