@@ -194,3 +194,28 @@ def test_not_infinite_shift_in_json(job, tmp_path, capsys):
                        capsys)
     assert code == 4 and "move by an infinite amount (from -inf" in err
     assert math.isinf(json.loads(json.dumps(float("inf"))))
+
+
+def test_help_documents_exit_codes(capsys):
+    assert main(["fit", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "3 refused: a class absent or below --min-per-class" in out and "4 refused" in out
+    assert "--min-per-class" in out and "error rate above 0.2" in out
+
+
+def test_baseline_and_out_may_be_the_same_file(job, tmp_path, capsys):
+    p, s, y, *_ = job
+    rel = tmp_path / "deployed.json"
+    assert run(["fit", p, *BASE, "--fn-cost", 2, "--fp-cost", 1, "--out", rel], capsys)[0] == 0
+    code, _, _ = run(["fit", p, *BASE, "--fn-cost", 20, "--fp-cost", 1, "--baseline", rel, "--out", rel], capsys)
+    assert code == 0
+    doc = read_release(str(rel))
+    assert doc["global"]["threshold"] == thors_threshold(s, y, fn_cost=20, fp_cost=1).threshold
+    assert doc["baseline"]["threshold"] == thors_threshold(s, y, fn_cost=2, fp_cost=1).threshold
+
+
+def test_segments_do_not_rescue_an_unsupported_file(tmp_path, capsys):
+    p = tmp_path / "s.csv"
+    p.write_text("score,fraud,g\n" + "".join(f"{i / 100},{int(i % 50 == 0)},{'ab'[i % 2]}\n" for i in range(500)))
+    code, out, err = run(["fit", p, *BASE, "--fn-cost", 10, "--fp-cost", 1, "--segment-col", "g"], capsys)
+    assert code == 3 and "too few positive events (10 positives" in err and out == ""
