@@ -152,3 +152,34 @@ def test_selector_pickles_and_continues_identically():
         b.update(*e)
     assert (a.costs, a.cost, a.expected_cost, a.gap, a.chosen, a.get()) == (
         b.costs, b.cost, b.expected_cost, b.gap, b.chosen, b.get())
+
+
+def test_thors_classifier_segments_use_their_own_threshold_or_fall_back():
+    """segment=: each segment gets its own THORS threshold once it holds min_per_class of each
+    class; a small segment uses the global one (issue 14)."""
+    from river import compose, linear_model
+
+    from thors_stream.segments import SegmentedStreamingThors
+
+    m = ThorsClassifier(compose.Discard("country") | linear_model.LogisticRegression(), fn_cost=5, fp_cost=1,
+                        window=2000, warm_up=0,
+                        segment="country", min_per_class=20)
+    ref = SegmentedStreamingThors(fn_cost=5, fp_cost=1, window=2000, min_per_class=20)
+    rng = random.Random(1)
+    for i in range(3000):
+        country = "fr" if i % 10 else ("de" if i % 100 else "lu")
+        y = rng.random() < (0.3 if country == "fr" else 0.6)
+        x = {"a": rng.gauss(1.0 if y else 0.0, 1.0), "country": country}
+        score = m.predict_proba_one(x)[True]
+        m.learn_one(x, y)
+        ref.update(country, score, y)
+    for c in ("fr", "de", "lu"):
+        x = {"a": 0.3, "country": c}
+        thr = ref.get(c)
+        assert m.predict_one(x) == (m.predict_proba_one(x)[True] > thr)
+    assert ref.get("lu") == ref.global_threshold()  # 30 events: too few of a class -> global
+    assert ref.result("fr").threshold == ref.get("fr")
+    with pytest.raises(ValueError, match="segment"):
+        m.learn_one({"a": 1.0}, True)  # no segment in x
+    with pytest.raises(ValueError):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, window="auto", segment="c")

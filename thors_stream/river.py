@@ -140,6 +140,16 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     neg_label
         The label ``predict_one`` returns for a negative decision (default ``False``
         when ``pos_label`` is ``True``).
+    segment
+        Thresholds per segment (merchant, country, channel): a feature name or a callable
+        of ``x`` giving the segment. Each segment keeps its own window (at most
+        ``max_segments``, the least recently updated evicted beyond that, ~100 bytes per held
+        event); a segment with fewer than ``min_per_class`` events of a class in its window
+        uses the threshold over all events (see
+        :class:`~thors_stream.segments.SegmentedStreamingThors`). Not with ``window="auto"``
+        or the Neyman-Pearson mode.
+    min_per_class, max_segments
+        See ``segment``.
     auto_choose
         With ``window="auto"``: ``"draw"`` (decisions drawn from the expert weights; the
         regret guarantee holds for them) or ``"leader"`` (the heaviest candidate;
@@ -223,6 +233,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         pos_label: Hashable = True,
         neg_label: Hashable = None,
         auto_choose: str = "draw",
+        segment: str | Any = None,
+        min_per_class: int = 30,
+        max_segments: int = 10_000,
     ) -> None:
         if period is not None and window == 10_000:
             window = None  # the default window gives way to the period
@@ -241,6 +254,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             raise ValueError(f"auto_choose must be 'draw' or 'leader', got {auto_choose!r}")
         if auto and (max_fpr is not None or max_fnr is not None):
             raise ValueError("window='auto' does not combine with max_fpr/max_fnr (choose a window for the guarantee)")
+        if segment is not None and not (isinstance(segment, str) or callable(segment)):
+            raise TypeError(f"segment must be a feature name or a callable of x, got {segment!r}")
+        if segment is not None and (auto or max_fpr is not None or max_fnr is not None):
+            raise ValueError("segment= does not combine with window='auto' or max_fpr/max_fnr")
         if moment is not None and not (isinstance(moment, str) or callable(moment)):
             raise TypeError(f"moment must be a feature name or a callable of x, got {moment!r}")
         try:
@@ -275,6 +292,17 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self.pos_label = pos_label
         self.neg_label = neg_label
         self.auto_choose = auto_choose
+        self.segment = segment
+        self.min_per_class = min_per_class
+        self.max_segments = max_segments
+        self._segmented: Any = None
+        if segment is not None:
+            from .segments import SegmentedStreamingThors
+
+            self._segmented = SegmentedStreamingThors(
+                fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window=window, period=thors._period_s,
+                max_segments=max_segments, min_per_class=min_per_class, class_prior=class_prior)
+            self._thors = self._segmented.global_summary
 
         self._thors = thors
         self._np = max_fpr is not None or max_fnr is not None
@@ -426,7 +454,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             self._store(key, score)
         self._cache_x = x
         self._cache_score = score
-        if self._ready or self._selector is not None:  # auto: the default is one of its candidates
+        if self._segmented is not None:
+            thr = self._segmented.get(self._segment_of(x)) if self._ready else None
+            decision = score > (self._default if thr is None else thr)
+        elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
             thr = self._thors_threshold() if self._np else self._source.get()
             decision = score > (self._default if thr is None else thr)
         else:
@@ -476,7 +507,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             pos = y == 1
         else:
             pos = check_label(y) == 1
-        if key is None and w is None and not kwargs and not self._timed:  # the common case, kept lean
+        if key is None and w is None and not kwargs and not self._timed and self._segmented is None:  # lean
             cached = self._cache_x
             if cached is x or (cached is not None and _same_features(cached, x)):
                 score = self._cache_score
@@ -524,6 +555,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         if score - score != 0.0:  # nan or infinite
             self._reject_score(score)
 
+        seg = self._segment_of(x) if self._segmented is not None else None
         self._cache_x = None
         model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
         if w is not None and self._model_takes_w():
@@ -532,6 +564,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
 
         if self._selector is not None:
             self._selector.update(score, pos, wt)
+        elif self._segmented is not None:
+            self._segmented.update(seg, score, pos, wt, tf)
         else:
             self._thors.update(score, pos, wt, tf)
         if tf is not None:
@@ -554,6 +588,15 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
                 raise ValueError(f"label must be hashable, got {y!r}") from None
             self._neg_seen = y
         return pos
+
+    def _segment_of(self, x: dict) -> Hashable:
+        g = self.segment
+        try:
+            key = g(x) if callable(g) else x[g]
+            hash(key)
+        except (KeyError, TypeError):
+            raise ValueError(f"segment {g!r}: no hashable segment in x") from None
+        return key
 
     def _moment_of(self, x: dict) -> Any:
         m = self.moment
@@ -655,8 +698,8 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
-        if self._selector is not None:
-            raise NotImplementedError("save_thresholding does not support window='auto' yet; use a fixed window")
+        if self._selector is not None or self._segmented is not None:
+            raise NotImplementedError("save_thresholding does not support window='auto' or segment= yet")
         keys = [_encode_pending_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
