@@ -7,11 +7,10 @@ negative) and the cost of a false positive (a negative predicted positive). A fu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._validation import MAX_WEIGHTED_COST, real_number
+from ._validation import MAX_WEIGHTED_COST, _show, real_number
 
 __all__ = ["Costs", "resolve_costs"]
 
@@ -48,20 +47,12 @@ class Costs:
         ``fp = C(0,1) - C(0,0)`` and ``fn = C(1,0) - C(1,1)``; a matrix where either is
         not strictly positive has no meaningful threshold and raises ``ValueError``.
         """
-        try:
-            rows = [[real_number(c, "cost_matrix entry") for c in row] for row in cost_matrix]
-        except TypeError as exc:
-            raise ValueError(f"cost_matrix must be a 2x2 array of numbers, got {cost_matrix!r}") from exc
-        if len(rows) != 2 or any(len(r) != 2 for r in rows):
-            raise ValueError(f"cost_matrix must be 2x2 ([[C00, C01], [C10, C11]]), got {cost_matrix!r}")
-        for r in rows:
-            for c in r:
-                if not math.isfinite(c):
-                    raise ValueError(f"cost_matrix entries must be finite, got {c!r} in {cost_matrix!r}")
+        rows = _matrix_rows(cost_matrix)
         (c00, c01), (c10, c11) = rows
         fn, fp = c10 - c11, c01 - c00
         if not (abs(fn) <= MAX_WEIGHTED_COST and abs(fp) <= MAX_WEIGHTED_COST):
-            raise ValueError(f"cost_matrix effective costs must be at most 2**960, got fn={fn!r}, fp={fp!r}")
+            raise ValueError(f"cost_matrix effective costs must be at most 2**960 (MAX_WEIGHTED_COST), got "
+                             f"fn = C(1,0) - C(1,1) = {fn!r} and fp = C(0,1) - C(0,0) = {fp!r}")
         if fn <= 0 or fp <= 0:
             raise ValueError(
                 "cost_matrix has no meaningful threshold: effective costs "
@@ -70,15 +61,48 @@ class Costs:
         return cls(fn, fp, (c00, c11))
 
 
-def _check_cost(name: str, value: object) -> float:
+def _matrix_rows(cost_matrix: object) -> list[list[float]]:
+    """``cost_matrix`` as 2x2 floats: not 2x2 ``ValueError``; an entry that is not a real number
+    (``"1"``, ``b"1"``, ``True``, ``None``) ``TypeError``; non-finite or too large for float64
+    ``ValueError``; each naming the entry and its position."""
+    shape_error = f"cost_matrix must be 2x2 ([[C00, C01], [C10, C11]]), got {_show(cost_matrix)}"
+    if isinstance(cost_matrix, (str, bytes, bytearray)):
+        raise TypeError(f"cost_matrix must be a 2x2 array of numbers, got {_show(cost_matrix)}")
     try:
-        c = real_number(value, name)
-    except ValueError:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}"[:200]) from None
+        given = list(cost_matrix)  # type: ignore[call-overload]
+    except TypeError:
+        raise ValueError(shape_error) from None
+    raw = []
+    for row in given:
+        if isinstance(row, (str, bytes, bytearray)):
+            raise TypeError(f"cost_matrix must be a 2x2 array of numbers, got the row {_show(row)}")
+        try:
+            raw.append(list(row))
+        except TypeError:
+            raise ValueError(shape_error) from None
+    if len(raw) != 2 or any(len(r) != 2 for r in raw):
+        raise ValueError(shape_error)
+    rows = []
+    for i, row in enumerate(raw):
+        out = []
+        for j, c in enumerate(row):
+            try:
+                out.append(real_number(c, "cost_matrix entries", f" at [{i}][{j}]"))
+            except TypeError:
+                raise TypeError(f"cost_matrix entries must be real numbers, got {_show(c)} at [{i}][{j}]") from None
+        rows.append(out)
+    return rows
+
+
+def _check_cost(name: str, value: object) -> float:
+    """One cost: a real number (``TypeError`` otherwise), finite and in ``(0, 2**960]``
+    (``ValueError`` naming it otherwise)."""
+    c = real_number(value, name)
     if not c > 0.0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+        raise ValueError(f"{name} must be finite and > 0, got {_show(value)}")
     if c > MAX_WEIGHTED_COST:
-        raise ValueError(f"{name} must be at most 2**960 (so that total costs stay finite), got {value!r}")
+        raise ValueError(f"{name} must be at most 2**960 (MAX_WEIGHTED_COST, so that total costs stay finite), "
+                         f"got {_show(value)}")
     return c
 
 
@@ -89,8 +113,11 @@ def resolve_costs(
 ) -> Costs:
     """Validate ``fn_cost``/``fp_cost`` or a ``cost_matrix`` and return :class:`Costs`.
 
-    Give either both keywords or the matrix, not both. Non-finite, zero or negative
-    effective costs raise ``ValueError``; non-numbers raise ``TypeError``.
+    Give either both keywords or the matrix, not both. Costs and matrix entries follow the
+    number rule of :mod:`thors_stream._validation`: non-numbers (``"1"``, ``b"1"``, ``True``,
+    ``None``) raise ``TypeError``; non-finite, zero, negative or too large (above
+    :data:`~thors_stream._validation.MAX_WEIGHTED_COST` = 2**960, or beyond float64 like
+    ``10**400``) effective costs raise ``ValueError`` naming the value.
 
     Examples
     --------
