@@ -297,6 +297,7 @@ def fit_sequential(
 
     See the module docstring for the rule and for how each stage's binary costs are derived
     from the matrix (``C[i][pi_k]`` to take, ``min`` over the remaining classes to pass on).
+    Complexity: O(m n log n) time, O(n) memory.
 
     Parameters
     ----------
@@ -310,8 +311,6 @@ def fit_sequential(
         Permutation of the classes (default: :func:`default_order`).
     sample_weight
         Optional per-event weights (finite, > 0) multiplying the event's costs.
-
-    Complexity: O(m n log n) time, O(n) memory.
 
     Raises
     ------

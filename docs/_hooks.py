@@ -1,0 +1,32 @@
+"""MkDocs hook: publish the benchmark record as it is in the repository.
+
+``benchmarks/results/`` (each run's output) and the paper reproduction's README, discussion and
+results are the record the docs quote. Rather than copying them into ``docs/``, they are added to
+the site at their repository paths (``benchmarks/results/batch_speed.md`` ->
+``/benchmarks/results/batch_speed/``), so a docs page links them as ``results/batch_speed.md``
+from ``docs/benchmarks/`` and the files' own relative links keep working.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORD = [
+    ("benchmarks/results", ("*.md", "*.png")),
+    ("benchmarks/paper/results", ("*.md", "*.png")),
+    ("benchmarks/paper", ("README.md", "discussion.md")),
+]
+
+
+def on_files(files: Files, config: Any, **kwargs: Any) -> Files:
+    for folder, patterns in RECORD:
+        for pattern in patterns:
+            for path in sorted((ROOT / folder).glob(pattern)):
+                rel = path.relative_to(ROOT).as_posix()
+                if files.get_file_from_path(rel) is None:
+                    files.append(File(rel, str(ROOT), config["site_dir"], config["use_directory_urls"]))
+    return files
