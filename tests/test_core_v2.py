@@ -473,3 +473,30 @@ def test_hostile_calls_through_the_fast_paths_change_nothing(cfg, window, calls)
         held = [q[0] for q in queue if q[1]]
         thr, best, _ = brute_force(held, 3, 1)
         assert stt.get() == thr and Fraction(stt.cost) == best
+
+
+def test_revert_predictor_is_only_a_hint():
+    """The compiled core prefetches the next expected revert (river.utils.Rolling order);
+    reverts out of that order, unknown reverts and updates that bypass the fast path must
+    still give exactly the answer of a fresh summary of what is held."""
+    rng = np.random.default_rng(11)
+    s = rng.integers(0, 40, 6000) / 8.0  # heavy ties
+    y = rng.random(6000) < 0.3
+    st_ = StreamingThors(fn_cost=4, fp_cost=1)
+    held: list[tuple[float, int]] = []
+    for k in range(6000):
+        st_.update(float(s[k]), int(y[k]))
+        held.append((float(s[k]), int(y[k])))
+        if k >= 500:
+            # mostly oldest-first (the predicted order), sometimes a random held event
+            j = 0 if rng.random() < 0.8 else int(rng.integers(len(held)))
+            st_.revert(*held.pop(j))
+        if k % 700 == 0:
+            with pytest.raises(KeyError):
+                st_.revert(99.0, 1)  # not held: refused, nothing changes
+        if k % 1000 == 999:
+            fresh = StreamingThors(fn_cost=4, fp_cost=1)
+            for a, b in held:
+                fresh.update(a, b)
+            assert st_.get() == fresh.get() == brute_force([(a, b, 1) for a, b in held], 4, 1)[0]
+            assert st_.cost == fresh.cost

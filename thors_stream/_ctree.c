@@ -34,6 +34,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <string.h>
 
 #define LCAP 32
@@ -60,11 +61,11 @@ typedef struct {
 } LoBlock;
 
 typedef struct {
+    int32_t n, next_free; /* first: a descent reads n and the separators together */
+    uint64_t mask; /* bit i: child i's aggregate is stale */
     double sep[ICAP];
     int32_t child[ICAP];
     Agg agg[ICAP];
-    uint64_t mask; /* bit i: child i's aggregate is stale */
-    int32_t n, next_free;
 } Inner;
 
 typedef struct {
@@ -98,6 +99,15 @@ typedef struct {
     int np0, np1;
     Py_ssize_t k0_base, k0_len, m1_base, m1_len;
     long long *k0_tab, *m1_tab;
+    /* revert predictor (unwindowed cores): river.utils.Rolling and similar callers revert
+       events in the order they were added. From the first fast revert on, each fast
+       update queues where its key landed (leaf and parent), each fast revert pops one, and
+       the next expected revert's leaf is prefetched before returning to Python, so its
+       cache misses overlap the interpreter's work. A hint only: a wrong or stale one costs
+       a wasted prefetch, never a wrong answer. */
+    int32_t *pr_leaf, *pr_parent;
+    Py_ssize_t pr_head, pr_size, pr_cap;
+    int pr_state; /* 0 off (until the first fast revert), 1 recording, -1 given up */
 } CTree;
 
 /* ------------------------------------------------------------------ arenas */
@@ -283,6 +293,27 @@ static inline void mark_path(CTree *t) {
         uint64_t bit = BIT(t->pidx[l]);
         if (N->mask & bit) break;
         N->mask |= bit;
+    }
+    t->root_dirty = 1;
+}
+
+/* The leaf at the end of the recorded path changed: recompute its aggregate now, while
+   it is in cache, and mark only the inner nodes above it stale (its parent's entry is
+   fresh). A later clean() then touches no leaf, which halves the memory traffic of a
+   batch of scattered updates. */
+static inline void settle_leaf(CTree *t, Leaf *L) {
+    if (t->height > 0) {
+        int l = t->height - 1;
+        Inner *P = &t->inners[t->pnode[l]];
+        int32_t i = t->pidx[l];
+        leaf_agg(t, L, &P->agg[i]);
+        P->mask &= ~BIT(i);
+        for (l--; l >= 0; l--) {
+            Inner *N = &t->inners[t->pnode[l]];
+            uint64_t bit = BIT(t->pidx[l]);
+            if (N->mask & bit) break;
+            N->mask |= bit;
+        }
     }
     t->root_dirty = 1;
 }
@@ -684,10 +715,12 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     if (n1 + n0 == 0) {
         leaf_close(t, L, pos);
         t->n_keys--;
-        mark_path(t);
         if (t->height > 0 && L->n < LMIN) {
+            mark_path(t);
             rebalance(t, t->height - 1);
             collapse_root(t);
+        } else {
+            settle_leaf(t, L);
         }
         return 0;
     }
@@ -698,8 +731,56 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     L->w1[pos] = h1; L->w0[pos] = h0;
     L->c1[pos] = (uint32_t)n1; L->c0[pos] = (uint32_t)n0;
     leaf_lo_set(t, L, pos, l1, l0);
-    mark_path(t);
+    settle_leaf(t, L);
     return 0;
+}
+
+/* ------------------------------------------------------------------ revert predictor */
+
+#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (32 MiB) */
+
+static void pr_free(CTree *t) {
+    PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent);
+    t->pr_leaf = t->pr_parent = NULL;
+    t->pr_head = t->pr_size = t->pr_cap = 0;
+}
+
+/* Queue the location of the key the last upsert touched (its recorded path). */
+static void pr_push(CTree *t) {
+    if (t->pr_state != 1 || t->height == 0) return;
+    if (t->pr_size == t->pr_cap) {
+        Py_ssize_t cap = t->pr_cap ? 2 * t->pr_cap : 1024;
+        if (cap > PR_MAX) { pr_free(t); t->pr_state = -1; return; }
+        int32_t *lf = PyMem_Malloc(cap * sizeof(int32_t)), *pa = PyMem_Malloc(cap * sizeof(int32_t));
+        if (!lf || !pa) { PyMem_Free(lf); PyMem_Free(pa); pr_free(t); t->pr_state = -1; return; }
+        for (Py_ssize_t k = 0; k < t->pr_size; k++) {
+            Py_ssize_t j = (t->pr_head + k) % t->pr_cap;
+            lf[k] = t->pr_leaf[j]; pa[k] = t->pr_parent[j];
+        }
+        PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent);
+        t->pr_leaf = lf; t->pr_parent = pa; t->pr_cap = cap; t->pr_head = 0;
+    }
+    Py_ssize_t j = t->pr_head + t->pr_size;
+    if (j >= t->pr_cap) j -= t->pr_cap;
+    int32_t pn = t->pnode[t->height - 1];
+    t->pr_parent[j] = pn;
+    t->pr_leaf[j] = t->inners[pn].child[t->pidx[t->height - 1]];
+    t->pr_size++;
+}
+
+/* A revert happened: drop the oldest hint and prefetch the next one's leaf and parent. */
+static void pr_pop_and_prefetch(CTree *t) {
+    if (t->pr_state == 0) { t->pr_state = 1; return; }
+    if (t->pr_state != 1 || t->pr_size == 0) return;
+    t->pr_head = t->pr_head + 1 == t->pr_cap ? 0 : t->pr_head + 1;
+    t->pr_size--;
+    if (t->pr_size == 0) return;
+    int32_t lf = t->pr_leaf[t->pr_head], pa = t->pr_parent[t->pr_head];
+    if (lf >= 0 && lf < t->lused) prefetch_leaf(t, lf);
+    if (pa >= 0 && pa < t->iused) {
+        const char *p = (const char *)&t->inners[pa];
+        for (size_t o = 0; o < offsetof(Inner, agg); o += 64) __builtin_prefetch(p + o, 0);
+    }
 }
 
 /* ------------------------------------------------------------------ ring */
@@ -776,6 +857,7 @@ static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "dd|ni", kwlist, &a, &b, &load, &ring)) return -1;
     if (ring < 0 || ring > 2) { PyErr_SetString(PyExc_ValueError, "ring must be 0, 1 or 2"); return -1; }
     reset(self);
+    pr_free(self); self->pr_state = 0;
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     self->qs = self->qw = self->qt = NULL; self->qy = NULL;
     self->qhead = self->qsize = self->qcap = 0;
@@ -804,6 +886,7 @@ static void CTree_dealloc(CTree *self) {
     PyObject_GC_UnTrack(self);
     CTree_clear(self);
     PyMem_Free(self->k0_tab); PyMem_Free(self->m1_tab);
+    pr_free(self);
     reset(self);
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -915,6 +998,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     } else {
         if (wv != 1.0) goto slow; /* the weight ledger is kept in Python */
         if (upsert(self, s, pos ? 1.0 : 0.0, pos ? 0.0 : 1.0, pos, !pos) < 0) return NULL;
+        pr_push(self);
     }
     self->n_updates++;
     Py_RETURN_NONE;
@@ -930,13 +1014,13 @@ static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_
     if (self->busy || self->ring != 0 || fast_args(args, nargs, kwnames, 0, &s, &pos, &w, &t) < 0) goto slow;
     if (w && !(PyFloat_CheckExact(w) && PyFloat_AS_DOUBLE(w) == 1.0)) goto slow;
     if (self->ledger_at && PyDict_Size(self->ledger_at) != 0) goto slow;
-    {
-        int32_t lf = descend(self, s);
-        Leaf *L = &self->leaves[lf];
-        int32_t p = leaf_pos(L, s);
-        if (!(p < L->n && L->key[p] == s && (pos ? L->c1[p] : L->c0[p]) >= 1)) goto slow; /* raises */
+    if (upsert(self, s, pos ? -1.0 : 0.0, pos ? 0.0 : -1.0, -pos, -!pos) < 0) {
+        /* not held (the tree is unchanged): the Python method raises the documented error */
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) return NULL;
+        PyErr_Clear();
+        goto slow;
     }
-    if (upsert(self, s, pos ? -1.0 : 0.0, pos ? 0.0 : -1.0, -pos, -!pos) < 0) return NULL;
+    pr_pop_and_prefetch(self);
     Py_RETURN_NONE;
 slow:
     return PyObject_Vectorcall(self->slow_revert, args, nargs, kwnames);
