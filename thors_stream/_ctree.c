@@ -105,7 +105,7 @@ typedef struct {
        the next expected revert's leaf is prefetched before returning to Python, so its
        cache misses overlap the interpreter's work. A hint only: a wrong or stale one costs
        a wasted prefetch, never a wrong answer. */
-    int32_t *pr_leaf, *pr_parent;
+    int32_t *pr_leaf, *pr_parent, *pr_idx;
     Py_ssize_t pr_head, pr_size, pr_cap;
     int pr_state; /* 0 off (until the first fast revert), 1 recording, -1 given up */
 } CTree;
@@ -737,34 +737,41 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
 
 /* ------------------------------------------------------------------ revert predictor */
 
-#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (32 MiB) */
+#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (48 MiB) */
 
 static void pr_free(CTree *t) {
-    PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent);
-    t->pr_leaf = t->pr_parent = NULL;
+    PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent); PyMem_Free(t->pr_idx);
+    t->pr_leaf = t->pr_parent = t->pr_idx = NULL;
     t->pr_head = t->pr_size = t->pr_cap = 0;
 }
 
-/* Queue the location of the key the last upsert touched (its recorded path). */
+/* Queue the location of the key the last upsert touched (its recorded path): 12 bytes
+   per pending hint. */
 static void pr_push(CTree *t) {
     if (t->pr_state != 1 || t->height == 0) return;
     if (t->pr_size == t->pr_cap) {
         Py_ssize_t cap = t->pr_cap ? 2 * t->pr_cap : 1024;
         if (cap > PR_MAX) { pr_free(t); t->pr_state = -1; return; }
-        int32_t *lf = PyMem_Malloc(cap * sizeof(int32_t)), *pa = PyMem_Malloc(cap * sizeof(int32_t));
-        if (!lf || !pa) { PyMem_Free(lf); PyMem_Free(pa); pr_free(t); t->pr_state = -1; return; }
+        int32_t *lf = PyMem_Malloc(cap * sizeof(int32_t)), *pa = PyMem_Malloc(cap * sizeof(int32_t)),
+                *ix = PyMem_Malloc(cap * sizeof(int32_t));
+        if (!lf || !pa || !ix) {
+            PyMem_Free(lf); PyMem_Free(pa); PyMem_Free(ix);
+            pr_free(t); t->pr_state = -1;
+            return;
+        }
         for (Py_ssize_t k = 0; k < t->pr_size; k++) {
             Py_ssize_t j = (t->pr_head + k) % t->pr_cap;
-            lf[k] = t->pr_leaf[j]; pa[k] = t->pr_parent[j];
+            lf[k] = t->pr_leaf[j]; pa[k] = t->pr_parent[j]; ix[k] = t->pr_idx[j];
         }
-        PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent);
-        t->pr_leaf = lf; t->pr_parent = pa; t->pr_cap = cap; t->pr_head = 0;
+        PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent); PyMem_Free(t->pr_idx);
+        t->pr_leaf = lf; t->pr_parent = pa; t->pr_idx = ix; t->pr_cap = cap; t->pr_head = 0;
     }
     Py_ssize_t j = t->pr_head + t->pr_size;
     if (j >= t->pr_cap) j -= t->pr_cap;
     int32_t pn = t->pnode[t->height - 1];
     t->pr_parent[j] = pn;
-    t->pr_leaf[j] = t->inners[pn].child[t->pidx[t->height - 1]];
+    t->pr_idx[j] = t->pidx[t->height - 1];
+    t->pr_leaf[j] = t->inners[pn].child[t->pr_idx[j]];
     t->pr_size++;
 }
 
@@ -775,11 +782,13 @@ static void pr_pop_and_prefetch(CTree *t) {
     t->pr_head = t->pr_head + 1 == t->pr_cap ? 0 : t->pr_head + 1;
     t->pr_size--;
     if (t->pr_size == 0) return;
-    int32_t lf = t->pr_leaf[t->pr_head], pa = t->pr_parent[t->pr_head];
+    int32_t lf = t->pr_leaf[t->pr_head], pa = t->pr_parent[t->pr_head], ix = t->pr_idx[t->pr_head];
     if (lf >= 0 && lf < t->lused) prefetch_leaf(t, lf);
     if (pa >= 0 && pa < t->iused) {
         const char *p = (const char *)&t->inners[pa];
+        /* the descent reads the separators, the update writes the leaf's entry */
         for (size_t o = 0; o < offsetof(Inner, agg); o += 64) __builtin_prefetch(p + o, 0);
+        if (ix >= 0 && ix < ICAP) __builtin_prefetch(&t->inners[pa].agg[ix], 1);
     }
 }
 
