@@ -584,3 +584,21 @@ def test_neyman_pearson_settings_are_validated_and_cloned():
     model = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, max_fnr=0.05, confidence=0.8)
     twin = model.clone()
     assert (twin.max_fnr, twin.confidence, twin.thors.max_fnr) == (0.05, 0.8, 0.05)
+
+
+def test_segment_mode_reports_the_global_summary():
+    """With segment=..., `thors` is the global summary (all events) and `threshold` its
+    threshold, not an empty object's default."""
+    import random
+
+    from river import linear_model
+
+    rng = random.Random(3)
+    clf = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, segment="g", warm_up=10)
+    for _ in range(400):
+        y = rng.random() < 0.3
+        x = {"a": rng.gauss(1.0 if y else 0.0, 1.0), "g": rng.choice((0, 1))}
+        clf.predict_one(x)
+        clf.learn_one(x, y)
+    assert len(clf.thors) == 400
+    assert clf.threshold == clf.thors.get()

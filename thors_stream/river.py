@@ -50,7 +50,7 @@ def _seconds(t: Any) -> float:
     if isinstance(t, dt.datetime):
         if t.tzinfo is None:  # naive: UTC, as StreamingThors and the CLI take it
             t = t.replace(tzinfo=dt.timezone.utc)
-        return t.timestamp()
+        return float(t.timestamp())
     if isinstance(t, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or t is None:
         raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}")
     try:
@@ -64,14 +64,14 @@ def _seconds(t: Any) -> float:
     return f
 
 
-def _same_features(cached: dict, x: Any) -> bool:
+def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
     try:
         return bool(cached == x)
     except Exception:  # e.g. array-valued features: comparison is ambiguous
         return False
 
 
-class ThorsClassifier(base.Wrapper, base.Classifier):
+class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     """Cost-sensitive decisions for any river classifier: the streaming THORS threshold.
 
     The wrapped model keeps learning as usual; only its decision rule changes. Each
@@ -268,7 +268,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         thors = StreamingThors(
             fn_cost=fn_cost,
             fp_cost=fp_cost,
-            window=max(DEFAULT_WINDOWS) if auto else window,
+            window=max(DEFAULT_WINDOWS) if auto or isinstance(window, str) else window,
             period=period,
             class_prior=class_prior,
             default_threshold=default_threshold,
@@ -295,16 +295,15 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self.segment = segment
         self.min_per_class = min_per_class
         self.max_segments = max_segments
+        self._thors: StreamingThors = thors
         self._segmented: Any = None
         if segment is not None:
             from .segments import SegmentedStreamingThors
 
             self._segmented = SegmentedStreamingThors(
-                fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window=window, period=thors._period_s,
+                fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window=thors.window, period=thors._period_s,
                 max_segments=max_segments, min_per_class=min_per_class, class_prior=class_prior)
-            self._thors = self._segmented.global_summary
-
-        self._thors = thors
+            self._thors = self._segmented.global_summary  # what `thors` and `threshold` report
         self._np = max_fpr is not None or max_fnr is not None
         self._default = (
             thors.default_threshold
@@ -317,9 +316,10 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
                            class_prior=class_prior, choose=auto_choose)
             if auto else None
         )
-        self._source: Any = self._selector if auto else thors
-        if auto:
-            self._thors = self._selector.experts[-1]  # type: ignore[union-attr]
+        self._source: WindowSelector | StreamingThors = thors
+        if self._selector is not None:
+            self._source = self._selector
+            self._thors = self._selector.experts[-1]
         self._plain_labels = pos_label is True
         self._neg_seen: Hashable = False if pos_label is True and neg_label is None else neg_label
         self._timed = period is not None
@@ -329,7 +329,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         self._ready = False
         self._pending: collections.OrderedDict[Hashable, float] = collections.OrderedDict()
         self._n_evicted = 0
-        self._cache_x: dict | None = None
+        self._cache_x: dict[Hashable, Any] | None = None
         self._cache_score = 0.0
         self._routes: dict[str, frozenset[str] | None] = {}
 
@@ -352,7 +352,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
 
         yield {"classifier": linear_model.LogisticRegression(), "fn_cost": 5.0, "fp_cost": 1.0}
         yield {
-            "classifier": naive_bayes.GaussianNB(),
+            "classifier": naive_bayes.GaussianNB(),  # type: ignore[no-untyped-call]  # river leaves it unannotated
             "fn_cost": 1.0,
             "fp_cost": 3.0,
             "window": 200,
@@ -382,7 +382,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         return {k: v for k, v in kwargs.items() if k in accepted}
 
     # ---------------------------------------------------------------- scoring
-    def _proba(self, x: dict, kwargs: dict[str, Any]) -> dict:
+    def _proba(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> dict[Any, float]:
         try:
             if kwargs:
                 return self.classifier.predict_proba_one(x, **self._route("predict_proba_one", kwargs))
@@ -406,7 +406,9 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             self._n_evicted += 1
         pending[key] = score
 
-    def predict_proba_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> dict:
+    def predict_proba_one(
+        self, x: dict[Hashable, Any], *, key: Hashable | None = None, **kwargs: Any
+    ) -> dict[Any, float]:
         """The wrapped model's probabilities, passed through.
 
         A dict that lacks one of the two classes (a model that has not seen both yet,
@@ -433,7 +435,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             return {pos: score}
         return {neg: 1.0 - score, pos: score}
 
-    def predict_one(self, x: dict, *, key: Hashable | None = None, **kwargs: Any) -> bool:
+    def predict_one(self, x: dict[Hashable, Any], *, key: Hashable | None = None, **kwargs: Any) -> Any:
         """``True`` iff the model's probability of the positive class exceeds :attr:`threshold`.
 
         Returns a bool (equal to 1/0, so it compares equal to 0/1 labels). With
@@ -476,7 +478,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
     # ---------------------------------------------------------------- learning
     def learn_one(
         self,
-        x: dict,
+        x: dict[Hashable, Any],
         y: Any,
         *,
         key: Hashable | None = None,
@@ -589,16 +591,16 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
             self._neg_seen = y
         return pos
 
-    def _segment_of(self, x: dict) -> Hashable:
+    def _segment_of(self, x: dict[Hashable, Any]) -> Hashable:
         g = self.segment
         try:
-            key = g(x) if callable(g) else x[g]
+            key: Hashable = g(x) if callable(g) else x[g]
             hash(key)
         except (KeyError, TypeError):
             raise ValueError(f"segment {g!r}: no hashable segment in x") from None
         return key
 
-    def _moment_of(self, x: dict) -> Any:
+    def _moment_of(self, x: dict[Hashable, Any]) -> Any:
         m = self.moment
         if callable(m):
             return m(x)
@@ -607,7 +609,7 @@ class ThorsClassifier(base.Wrapper, base.Classifier):
         except (KeyError, TypeError):
             raise ValueError(f"moment {m!r} is not a feature of x; pass t=... to learn_one") from None
 
-    def _score_now(self, x: dict, kwargs: dict[str, Any]) -> float:
+    def _score_now(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> float:
         score = self._proba(x, kwargs).get(self.pos_label, 0.0)
         return score if type(score) is float else float(score)
 
@@ -841,7 +843,7 @@ def _decode_pending_key(v: Any, legacy: bool, field: str, where: str, depth: int
     raise ValueError(f"{where} is invalid: {field} must be a tagged key [tag, value], got {v!r}"[:400])
 
 
-def _check_fields(obj: dict, name: str, fields: set[str], where: str) -> None:
+def _check_fields(obj: dict[str, Any], name: str, fields: set[str], where: str) -> None:
     if set(obj) != fields:
         raise ValueError(f"{where} is invalid: {name} must have the fields {sorted(fields)}, got {sorted(obj)}")
 

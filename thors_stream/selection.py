@@ -171,7 +171,7 @@ class WindowSelector:
     @property
     def costs(self) -> list[float]:
         """Each candidate's realised cost so far (in :attr:`names` order)."""
-        return self._costs.tolist()
+        return [float(c) for c in self._costs]
 
     @property
     def gap(self) -> float:
@@ -209,7 +209,8 @@ class WindowSelector:
         else:
             logw = lp - math.log(len(self.names)) / gap * costs
         w = np.exp(logw - logw.max())
-        return w / w.sum()
+        p: np.ndarray = w / w.sum()
+        return p
 
     def _draw(self, ps: Sequence[float]) -> int:
         r = self._unit() * float(sum(ps))
@@ -303,7 +304,7 @@ class WindowSelector:
 
     def probabilities(self) -> list[float]:
         """Hedge's distribution over the candidates for the next event."""
-        return self._p.tolist()
+        return [float(q) for q in self._p]
 
     def regret_bound(self, candidate: str = "default") -> float:
         """Bound on ``E[cost of the choices] - cost of candidate`` over the events seen, in
