@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = [
@@ -30,3 +31,31 @@ def on_files(files: Files, config: Any, **kwargs: Any) -> Files:
                 if files.get_file_from_path(rel) is None:
                     files.append(File(rel, str(ROOT), config["site_dir"], config["use_directory_urls"]))
     return files
+
+
+def _is_record(page: Page) -> bool:
+    return page.file.src_uri.startswith(tuple(folder + "/" for folder, _ in RECORD))
+
+
+def on_page_markdown(markdown: str, page: Page, **kwargs: Any) -> str:
+    """The record pages hold wide tables and terminal output: give them the full width (pages
+    with ``wide: true`` in their front matter lose the table of contents), and keep the line
+    breaks of indented output lines (a paragraph would run them together)."""
+    if not _is_record(page) and not page.meta.get("wide"):
+        return markdown
+    if not _is_record(page):
+        page.meta.setdefault("hide", ["toc"])
+        return markdown
+    page.meta.setdefault("hide", ["navigation", "toc"])
+    lines = markdown.split("\n")
+    fenced = False
+    for i, line in enumerate(lines[:-1]):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        nxt = lines[i + 1]
+        if (not fenced and line.strip() and nxt.startswith(" ") and nxt.strip()
+                and not line.lstrip().startswith(("|", "#", "-", "*", ">"))
+                and not nxt.lstrip().startswith(("-", "*", "|", "```"))):
+            lines[i] = line + "<br>"
+    return "\n".join(lines)
