@@ -7,7 +7,9 @@ Two things in the docstrings would otherwise show up raw or broken on the site:
   the last part);
 - doctest blocks (``>>>`` lines and their output) outside a numpy ``Examples`` section, which
   Markdown would read as prose (``[0.1, 0.5]`` as a link reference): each is fenced as
-  ``pycon``. Blocks inside ``Examples`` sections are left to griffe, which handles them.
+  ``pycon``. Blocks inside ``Examples`` sections are left to griffe, which handles them;
+- reST "simple tables" (columns under rules of ``=``), which Markdown would run together into
+  one paragraph: each becomes a Markdown table.
 
 Nothing in the package is changed; only the text griffe hands to mkdocstrings.
 """
@@ -55,12 +57,54 @@ def _fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+def _cells(line: str, spans: list[tuple[int, int]]) -> list[str]:
+    """The text of each column of a simple-table row, split at the rules' column starts."""
+    cols = []
+    for n, (a, _) in enumerate(spans):
+        b = spans[n + 1][0] if n + 1 < len(spans) else len(line)
+        cols.append(line[a:b].strip().replace("|", "\\|"))
+    return cols
+
+
+_RULE = re.compile(r"^(\s*)=+(?:\s+=+)+\s*$")
+
+
+def _simple_tables(text: str) -> str:
+    """Convert reST simple tables (header between the first two rules, rows up to the third)."""
+    lines = text.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _RULE.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        rule = lines[i]
+        spans = [(k.start(), k.end()) for k in re.finditer(r"=+", rule)]
+        rules = [j for j in range(i + 1, len(lines)) if lines[j] == rule]
+        if len(rules) < 2:
+            out.append(lines[i])
+            i += 1
+            continue
+        header, end = lines[i + 1 : rules[0]], rules[1]
+
+        indent = m.group(1)
+        out.append(indent + "| " + " | ".join(" ".join(c) for c in zip(*(_cells(h, spans) for h in header))) + " |")
+        out.append(indent + "|" + "---|" * len(spans))
+        for row in lines[rules[0] + 1 : end]:
+            if row.strip():
+                out.append(indent + "| " + " | ".join(_cells(row, spans)) + " |")
+        i = end + 1
+    return "\n".join(out)
+
+
 class SphinxRoles(griffe.Extension):
-    """Rewrite Sphinx roles to inline code and fence stray doctest blocks in every docstring."""
+    """Rewrite Sphinx roles, stray doctest blocks and reST simple tables in every docstring."""
 
     def _fix(self, obj: Any) -> None:
         if obj.docstring is not None:
-            obj.docstring.value = _fence_doctests(_ROLE.sub(_sub, obj.docstring.value))
+            obj.docstring.value = _simple_tables(_fence_doctests(_ROLE.sub(_sub, obj.docstring.value)))
 
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
         self._fix(obj)
