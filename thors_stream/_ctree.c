@@ -208,14 +208,20 @@ static inline void dd_add(double *hi, double *lo, double w) {
 /* ------------------------------------------------------------------ aggregates */
 
 static void leaf_agg(CTree *t, Leaf *L, Agg *g) {
-    double a = t->a, b = t->b, acc = 0.0, best = INFINITY, argk = NAN, W1 = 0.0, W0 = 0.0, C1 = 0.0, C0 = 0.0;
-    for (int32_t i = 0; i < L->n; i++) {
+    /* branch-free: the running minimum and its position are selected, not branched on */
+    double a = t->a, b = t->b, acc = 0.0, best = INFINITY, W1 = 0.0, W0 = 0.0;
+    uint64_t C1 = 0, C0 = 0;
+    int32_t bi = -1, n = L->n;
+    for (int32_t i = 0; i < n; i++) {
         acc += a * L->w1[i] - b * L->w0[i];
-        if (acc < best) { best = acc; argk = L->key[i]; }
+        int lt = acc < best;
+        best = lt ? acc : best;
+        bi = lt ? i : bi;
         W1 += L->w1[i]; W0 += L->w0[i];
         C1 += L->c1[i]; C0 += L->c0[i];
     }
-    g->sum = acc; g->minp = best; g->argk = argk; g->w1 = W1; g->w0 = W0; g->c1 = C1; g->c0 = C0;
+    g->sum = acc; g->minp = best; g->argk = bi >= 0 ? L->key[bi] : NAN;
+    g->w1 = W1; g->w0 = W0; g->c1 = (double)C1; g->c0 = (double)C0;
 }
 
 static void inner_agg(Inner *N, Agg *g) {
@@ -327,7 +333,8 @@ static inline int32_t child_index(const Inner *N, double key) {
 }
 
 static inline int32_t leaf_pos(const Leaf *L, double key) {
-    /* number of keys < key */
+    /* number of keys < key (branches: when the leaf is not in cache yet, speculation
+       runs ahead and overlaps the misses, where a branch-free search would chain them) */
     int32_t lo = 0, hi = L->n;
     while (lo < hi) {
         int32_t mid = (lo + hi) >> 1;
