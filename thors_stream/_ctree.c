@@ -35,6 +35,9 @@
 #include <math.h>
 #include <stdint.h>
 #include <stddef.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <string.h>
 
 #define LCAP 32
@@ -327,8 +330,17 @@ static inline void settle_leaf(CTree *t, Leaf *L) {
 /* ------------------------------------------------------------------ descent */
 
 static inline int32_t child_index(const Inner *N, double key) {
-    int32_t i = 0;
-    for (int32_t j = 1; j < N->n; j++) i += N->sep[j] <= key;
+    /* number of separators sep[1..n) <= key: a branch-free count, two at a time with SSE2
+       (every x86-64 has it) */
+    int32_t j = 1, n = N->n, i = 0;
+#if defined(__SSE2__)
+    __m128d k2 = _mm_set1_pd(key);
+    __m128i acc = _mm_setzero_si128();
+    for (; j + 1 < n; j += 2)
+        acc = _mm_sub_epi64(acc, _mm_castpd_si128(_mm_cmple_pd(_mm_loadu_pd(N->sep + j), k2)));
+    i = (int32_t)(_mm_cvtsi128_si64(acc) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc)));
+#endif
+    for (; j < n; j++) i += N->sep[j] <= key;
     return i;
 }
 
