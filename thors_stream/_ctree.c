@@ -98,6 +98,7 @@ typedef struct {
     long long n_updates;
     int busy;           /* > 0 while a Python method of StreamingThors works on this core */
     unsigned long long version; /* raised by every change of the held multiset */
+    unsigned long long sgen;    /* raised by every split, spill, merge or root change */
     /* Neyman-Pearson rank tables: min_count0 per count0, max_count1 per count1 */
     int np0, np1;
     Py_ssize_t k0_base, k0_len, m1_base, m1_len;
@@ -365,6 +366,42 @@ static int32_t descend(CTree *t, double key) {
         t->pnode[l] = node; t->pidx[l] = i;
         node = N->child[i];
     }
+    return node;
+}
+
+/* A finger for sorted runs of keys: the last descent's path with the key range each
+   node on it covers. The next key descends only from the deepest node whose range holds
+   it (in a sorted batch, usually the same parent), until the tree's shape changes. */
+typedef struct {
+    int32_t node[MAXH], idx[MAXH];
+    double lo[MAXH], hi[MAXH];
+    unsigned long long gen;
+    int valid;
+} Finger;
+
+static int32_t finger_descend(CTree *t, Finger *f, double key, int record) {
+    int start = 0;
+    int32_t node = t->root;
+    double lo = -INFINITY, hi = INFINITY;
+    if (f->valid && f->gen == t->sgen) {
+        int l = t->height - 1;
+        while (l >= 0 && !(key >= f->lo[l] && key < f->hi[l])) l--;
+        if (l >= 0) {
+            node = t->inners[f->node[l]].child[f->idx[l]];
+            start = l + 1; lo = f->lo[l]; hi = f->hi[l];
+        }
+    }
+    for (int l = start; l < t->height; l++) {
+        const Inner *N = &t->inners[node];
+        int32_t i = child_index(N, key);
+        double clo = i ? N->sep[i] : lo, chi = i + 1 < N->n ? N->sep[i + 1] : hi;
+        f->node[l] = node; f->idx[l] = i; f->lo[l] = clo; f->hi[l] = chi;
+        lo = clo; hi = chi;
+        node = N->child[i];
+    }
+    f->gen = t->sgen; f->valid = 1;
+    if (record)
+        for (int l = 0; l < t->height; l++) { t->pnode[l] = f->node[l]; t->pidx[l] = f->idx[l]; }
     return node;
 }
 
@@ -694,8 +731,14 @@ static void collapse_root(CTree *t) {
 
 /* Add (dw1, dw0) weight and (dc1, dc0) events at key. dc are small integers (>= -2**32).
    Returns 0, or -1 with KeyError/ValueError/MemoryError set and the tree unchanged. */
+static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
+
 static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
-    int32_t leaf = descend(t, key);
+    return upsert_leaf(t, descend(t, key), key, dw1, dw0, dc1, dc0);
+}
+
+/* upsert with the descent to key's leaf already done (the path recorded). */
+static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
     Leaf *L = &t->leaves[leaf];
     int32_t pos = leaf_pos(L, key);
     int exists = pos < L->n && L->key[pos] == key;
@@ -714,6 +757,7 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
     t->version++;
     L = &t->leaves[leaf];
     if (!exists) {
+        if (L->n == LCAP) t->sgen++;
         if (L->n == LCAP && t->height > 0 && leaf_spill(t, leaf)) {
             leaf = descend(t, key);
             L = &t->leaves[leaf];
@@ -735,6 +779,7 @@ static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int
         leaf_close(t, L, pos);
         t->n_keys--;
         if (t->height > 0 && L->n < LMIN) {
+            t->sgen++;
             mark_path(t);
             rebalance(t, t->height - 1);
             collapse_root(t);
@@ -1401,17 +1446,19 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
             /* removals are of held events (the caller's guarantee: StreamingThors passes
                what its queue held); a violation raises KeyError part way */
             const Py_ssize_t AHEAD = 8;
-            for (Py_ssize_t q = 0; q < m && q < AHEAD; q++) prefetch_leaf(self, descend(self, k[q]));
+            Finger ahead = {0}, at = {0}; /* the prefetching descent runs AHEAD keys in front */
+            for (Py_ssize_t q = 0; q < m && q < AHEAD; q++) prefetch_leaf(self, finger_descend(self, &ahead, k[q], 0));
             for (Py_ssize_t q = 0; q < m;) {
                 /* per key: apply additions before removals so counts never dip below zero */
-                if (q + AHEAD < m) prefetch_leaf(self, descend(self, k[q + AHEAD]));
+                if (q + AHEAD < m) prefetch_leaf(self, finger_descend(self, &ahead, k[q + AHEAD], 0));
                 Py_ssize_t r = q;
                 while (r < m && k[r] == k[q]) r++;
                 for (int pass = 0; pass < 2; pass++)
                     for (Py_ssize_t u = q; u < r; u++) {
                         int neg = d1[u] < 0 || d0[u] < 0;
                         if (neg != pass) continue;
-                        if (upsert(self, k[u], a1[u], a0[u], (int64_t)d1[u], (int64_t)d0[u]) < 0) goto done;
+                        int32_t leaf = finger_descend(self, &at, k[u], 1);
+                        if (upsert_leaf(self, leaf, k[u], a1[u], a0[u], (int64_t)d1[u], (int64_t)d0[u]) < 0) goto done;
                     }
                 q = r;
             }
