@@ -4,10 +4,33 @@ THORS (Tian & Zhang) picks the decision threshold of a scorer as the order stati
 of labelled validation scores that minimises the total misclassification cost.
 This package computes it exactly for arrays (:func:`thors_threshold`) and keeps it
 up to date as labelled events arrive and expire (:class:`StreamingThors`).
+
+**How it is built.** Data flows one way: scores -> per-score rows (one representation,
+:mod:`thors_stream.rows`: built from arrays by batch and Dask, exported by the stream's
+tree) -> a selection on the rows (cost argmin, Neyman-Pearson) -> a
+:class:`ThresholdResult` -> bounds. The modules form layers, and a module imports only from
+its own layer or below (``tests/test_architecture.py`` checks it, and that no module imports
+one that imports it back), lowest first:
+
+1. foundations: validation, costs, version (``_validation``, ``costs`` with
+   ``class_coefficients``, ``_version``);
+2. rows and containers (``rows``, the expiry queue, the numpy prefix structure, the weight
+   ledger, checkpoint files);
+3. the tree (compiled or numpy) (``_core``, ``_backend``, the C extension ``_ctree``);
+4. bounds (``_band``, ``bounds``, ``planner``);
+5. the result of a selection (``result``, ``plotting``);
+6. selection on rows (``neyman_pearson``);
+7. arrays and streams (``batch``; ``stream`` with its parts: windows and late labels,
+   the Neyman-Pearson read path, checkpoints and merging);
+8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
+   ``metrics``);
+9. integrations and entry points (``river``, ``sklearn``, ``dask``, ``io``, ``cli``,
+   ``demo``).
 """
 
-from .batch import class_coefficients, cost_curve, thors_threshold
-from .costs import Costs, resolve_costs
+from ._version import __version__ as __version__
+from .batch import cost_curve, thors_threshold
+from .costs import Costs, class_coefficients, resolve_costs
 from .result import ThresholdResult
 from .stream import StreamingThors
 
@@ -30,7 +53,6 @@ __all__ = [
     "thors_threshold",
     "threshold_bounds",
 ]
-__version__ = "0.1.0"
 
 
 # Imported on first use: river takes about a second to import, scipy (the bounds) a few tenths.

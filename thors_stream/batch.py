@@ -2,77 +2,18 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
-from .costs import resolve_costs
+from .costs import class_coefficients, resolve_costs
+from .neyman_pearson import check_np_params, np_threshold_from_rows
 from .result import ThresholdResult
+from .rows import rows_by_score
 
-__all__ = ["class_coefficients", "cost_curve", "thors_threshold"]
-
-
-def class_coefficients(
-    fn_cost: float, fp_cost: float, n0: float, n1: float, class_prior: float | None
-) -> tuple[float, float]:
-    """Per-unit-weight cost of a false negative and of a false positive.
-
-    Without a prior these are the costs themselves. With ``class_prior = pi1`` each
-    class is rescaled so that it makes up ``pi1`` (resp. ``1 - pi1``) of the total
-    weight ``n = n0 + n1``: a positive weighs ``pi1 * n / n1``, a negative
-    ``(1 - pi1) * n / n0``. When a class is absent the prior cannot apply and the
-    plain costs are returned. O(1).
-
-    The products ``a * W1`` and ``b * W0`` (``W1 <= n1``, ``W0 <= n0``) stay below
-    ``max(fn_cost, fp_cost) * n``, finite under the 2**960 limit; only a coefficient
-    itself can leave float64, when one class's total weight is tiny against the other's
-    (e.g. subnormal weights). Such totals are refused with a ``ValueError`` naming them
-    rather than giving ``inf``/``nan`` costs. When ``fn_cost * pi1 * n`` would lose
-    precision (below the smallest normal float) the ratio ``n / n1`` is formed first.
-
-    Examples
-    --------
-    >>> class_coefficients(10.0, 1.0, n0=900.0, n1=100.0, class_prior=None)
-    (10.0, 1.0)
-    >>> class_coefficients(10.0, 1.0, n0=500.0, n1=500.0, class_prior=0.1)
-    (2.0, 1.8)
-    >>> class_coefficients(1.0, 1.0, n0=1.0, n1=5e-324, class_prior=0.5)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: class_prior=0.5 cannot rescale the positives: their total weight n1=5e-324 against the total n=1.0 ...
-    """
-    if class_prior is None or n0 <= 0 or n1 <= 0:
-        return fn_cost, fp_cost
-    n0, n1 = float(n0), float(n1)
-    n = n0 + n1
-    a = _rescaled(float(fn_cost), float(class_prior), n, n1)
-    b = _rescaled(float(fp_cost), 1.0 - float(class_prior), n, n0)
-    if 0.0 < a < math.inf and 0.0 < b < math.inf:
-        return a, b
-    for coef, cls, k, nk, cost, share in ((a, "positives", 1, n1, "fn_cost", "class_prior"),
-                                          (b, "negatives", 0, n0, "fp_cost", "(1 - class_prior)")):
-        if not 0.0 < coef < math.inf:
-            raise ValueError(
-                f"class_prior={class_prior!r} cannot rescale the {cls}: their total weight n{k}={nk!r} against "
-                f"the total n={n!r} gives a per-unit cost {cost} * {share} * n / n{k} = {coef!r}, not a finite "
-                "positive float64; express the weights in larger units (or drop class_prior)"
-            )
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-_MIN_NORMAL = 2.0**-1022
-
-
-def _rescaled(cost: float, share: float, n: float, nk: float) -> float:
-    """``cost * share * n / nk``, rounded as before when the product is a normal float;
-    with ``n / nk`` first when it is not (subnormal totals would lose their precision)."""
-    x = cost * share * n
-    if _MIN_NORMAL <= x < math.inf:
-        return x / nk
-    return cost * share * (n / nk)
+__all__ = ["cost_curve", "thors_threshold"]  # class_coefficients, rows_by_score: importable here too
 
 
 def thors_threshold(
@@ -161,8 +102,6 @@ def thors_threshold(
     >>> r.threshold, r.cost, r.count_k0
     (0.85, 5.0, 30)
     """
-    from .neyman_pearson import check_np_params
-
     costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
     prior = check_class_prior(class_prior)
     max_fpr, max_fnr, conf = check_np_params(max_fpr, max_fnr, confidence)
@@ -250,35 +189,11 @@ def _weighted(
     )
 
 
-def rows_by_score(s: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, ...]:
-    """Merge equal scores: float64 rows ``(keys, w1, w0, c1, c0)`` in ascending key order,
-    the class weights and event counts at each distinct score (what ``StreamingThors.held()``
-    returns). Inputs already validated. O(n log n).
-
-    >>> [r.tolist() for r in rows_by_score(np.array([0.5, 0.1, 0.5]), np.array([True, False, False]), None)]
-    [[0.1, 0.5], [0.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 1.0]]
-    """
-    order = np.argsort(s, kind="stable")
-    ss, yy = s[order], y[order]
-    ww = np.ones(s.shape[0]) if w is None else w[order]
-    starts = np.flatnonzero(np.concatenate([[True], ss[1:] != ss[:-1]]))
-    yf = yy.astype(np.float64)
-    return (
-        ss[starts],
-        np.add.reduceat(np.where(yy, ww, 0.0), starts),
-        np.add.reduceat(np.where(yy, 0.0, ww), starts),
-        np.add.reduceat(yf, starts),
-        np.add.reduceat(1.0 - yf, starts),
-    )
-
-
 def _neyman_pearson(
     s: np.ndarray, y: np.ndarray, w: np.ndarray | None, fn: float, fp: float, prior: float | None,
     max_fpr: float | None, max_fnr: float | None, conf: float,
 ) -> ThresholdResult:
     """Aggregate per distinct score, then pick the cheapest admissible candidate (O(n log n))."""
-    from .neyman_pearson import np_threshold_from_rows
-
     return np_threshold_from_rows(*rows_by_score(s, y, w), fn, fp, prior, max_fpr, max_fnr, conf)
 
 

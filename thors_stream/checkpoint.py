@@ -136,7 +136,7 @@ def write_checkpoint(
     written (the previous file stays) when the header cannot be encoded or any write,
     flush, ``fsync`` or rename fails.
     """
-    from . import __version__
+    from ._version import __version__
 
     key = _check_key(key)
     descr, offset, chunks = [], 0, []

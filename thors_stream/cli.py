@@ -134,15 +134,10 @@ def _duration(text: str) -> float:
 
 
 def _version() -> str:
-    """The installed distribution's version (importlib.metadata), else the package's ``__version__``."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The installed distribution's version, else the package's ``__version__``."""
+    from ._version import library_version
 
-    try:
-        return version("thors_stream")
-    except PackageNotFoundError:
-        from . import __version__
-
-        return str(__version__)
+    return library_version()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -288,7 +283,7 @@ def _check_outputs(data: str, outputs: list[tuple[str, str | None]]) -> None:
 
 def _check_magnitudes(ev: Any, fn_cost: float, fp_cost: float, class_prior: float | None) -> None:
     """Refuse costs and weights whose products would overflow the cost sums (one clear line)."""
-    from .batch import class_coefficients
+    from .costs import class_coefficients
 
     with np.errstate(over="ignore", invalid="ignore"):
         if ev.weights is None:
@@ -708,7 +703,7 @@ class _Monitor:
             self.fp += 1
 
     def _held_cost(self, thr: float) -> tuple[float, float, float]:
-        from .batch import class_coefficients
+        from .costs import class_coefficients
 
         fpr, fnr = self.held.rates(thr)
         n0, n1 = self.held._tot

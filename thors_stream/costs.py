@@ -7,12 +7,13 @@ negative) and the cost of a false positive (a negative predicted positive). A fu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._validation import MAX_WEIGHTED_COST, _show, real_number
 
-__all__ = ["Costs", "resolve_costs"]
+__all__ = ["Costs", "class_coefficients", "resolve_costs"]
 
 
 @dataclass(frozen=True)
@@ -135,3 +136,63 @@ def resolve_costs(
     if fn_cost is None or fp_cost is None:
         raise TypeError("both fn_cost and fp_cost are required (or a cost_matrix)")
     return Costs(_check_cost("fn_cost", fn_cost), _check_cost("fp_cost", fp_cost))
+
+
+def class_coefficients(
+    fn_cost: float, fp_cost: float, n0: float, n1: float, class_prior: float | None
+) -> tuple[float, float]:
+    """Per-unit-weight cost of a false negative and of a false positive.
+
+    Without a prior these are the costs themselves. With ``class_prior = pi1`` each
+    class is rescaled so that it makes up ``pi1`` (resp. ``1 - pi1``) of the total
+    weight ``n = n0 + n1``: a positive weighs ``pi1 * n / n1``, a negative
+    ``(1 - pi1) * n / n0``. When a class is absent the prior cannot apply and the
+    plain costs are returned. O(1).
+
+    The products ``a * W1`` and ``b * W0`` (``W1 <= n1``, ``W0 <= n0``) stay below
+    ``max(fn_cost, fp_cost) * n``, finite under the 2**960 limit; only a coefficient
+    itself can leave float64, when one class's total weight is tiny against the other's
+    (e.g. subnormal weights). Such totals are refused with a ``ValueError`` naming them
+    rather than giving ``inf``/``nan`` costs. When ``fn_cost * pi1 * n`` would lose
+    precision (below the smallest normal float) the ratio ``n / n1`` is formed first.
+
+    Examples
+    --------
+    >>> class_coefficients(10.0, 1.0, n0=900.0, n1=100.0, class_prior=None)
+    (10.0, 1.0)
+    >>> class_coefficients(10.0, 1.0, n0=500.0, n1=500.0, class_prior=0.1)
+    (2.0, 1.8)
+    >>> class_coefficients(1.0, 1.0, n0=1.0, n1=5e-324, class_prior=0.5)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: class_prior=0.5 cannot rescale the positives: their total weight n1=5e-324 against the total n=1.0 ...
+    """
+    if class_prior is None or n0 <= 0 or n1 <= 0:
+        return fn_cost, fp_cost
+    n0, n1 = float(n0), float(n1)
+    n = n0 + n1
+    a = _rescaled(float(fn_cost), float(class_prior), n, n1)
+    b = _rescaled(float(fp_cost), 1.0 - float(class_prior), n, n0)
+    if 0.0 < a < math.inf and 0.0 < b < math.inf:
+        return a, b
+    for coef, cls, k, nk, cost, share in ((a, "positives", 1, n1, "fn_cost", "class_prior"),
+                                          (b, "negatives", 0, n0, "fp_cost", "(1 - class_prior)")):
+        if not 0.0 < coef < math.inf:
+            raise ValueError(
+                f"class_prior={class_prior!r} cannot rescale the {cls}: their total weight n{k}={nk!r} against "
+                f"the total n={n!r} gives a per-unit cost {cost} * {share} * n / n{k} = {coef!r}, not a finite "
+                "positive float64; express the weights in larger units (or drop class_prior)"
+            )
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_MIN_NORMAL = 2.0**-1022
+
+
+def _rescaled(cost: float, share: float, n: float, nk: float) -> float:
+    """``cost * share * n / nk``, rounded as before when the product is a normal float;
+    with ``n / nk`` first when it is not (subnormal totals would lose their precision)."""
+    x = cost * share * n
+    if _MIN_NORMAL <= x < math.inf:
+        return x / nk
+    return cost * share * (n / nk)

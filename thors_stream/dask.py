@@ -56,9 +56,9 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_class_prior, check_labels, check_scores, check_weights
-from .batch import class_coefficients, rows_by_score
-from .costs import resolve_costs
+from .costs import class_coefficients, resolve_costs
 from .result import ThresholdResult
+from .rows import rows_by_score
 
 __all__ = ["thors_threshold", "thors_threshold_by_segment"]
 

@@ -78,7 +78,7 @@ from typing import Any
 import numpy as np
 
 from ._validation import check_open_unit
-from .batch import class_coefficients
+from .costs import class_coefficients
 from .result import ThresholdResult
 
 __all__ = [

@@ -68,7 +68,7 @@ def evaluate_threshold(threshold: float, scores: Any, y: Any, *, fn_cost: float,
     >>> r.cost, r.count_k1, r.fpr
     (11.0, 1, 0.5)
     """
-    from .batch import class_coefficients
+    from .costs import class_coefficients
 
     s = np.asarray(scores, dtype=np.float64)
     lab = np.asarray(y).astype(bool)
@@ -203,7 +203,7 @@ def make_release(global_entry: dict[str, Any], *, segments: dict[str, dict[str, 
                  input_info: dict[str, Any], parameters: dict[str, Any],
                  baseline: dict[str, Any] | None = None) -> dict[str, Any]:
     """Assemble (and validate) a release document. O(size)."""
-    from .cli import _version
+    from ._version import library_version as _version
 
     doc = {
         "format": RELEASE_FORMAT, "version": RELEASE_VERSION, "created_utc": _utc_now(),

@@ -27,8 +27,7 @@ from ._validation import (
     check_weighted_costs,
     check_weights,
 )
-from .batch import class_coefficients
-from .costs import resolve_costs
+from .costs import class_coefficients, resolve_costs
 from .neyman_pearson import (
     NPInfeasibleError,
     check_np_params,
