@@ -22,7 +22,9 @@ import numpy as np
 from ._core import PyCore
 
 try:
-    from ._ctree import CTree
+    from ._ctree import CTree as _CTree
+
+    CTree: type[_CTree] | None = _CTree
 except ImportError:  # no compiler at install time
     CTree = None
 
@@ -72,7 +74,7 @@ def resolve_backend(backend: str) -> str:
 
 def make_core(pos_coef: float, neg_coef: float, backend: str, load: int, ring: int = 0) -> Any:
     """A fresh core (``ring``: 0 no queue, 1 count window, 2 time window)."""
-    if backend == "c":
+    if backend == "c" and CTree is not None:
         return CTree(pos_coef, neg_coef, ring=ring)
     return PyCore(pos_coef, neg_coef, load=load, ring=ring)
 
@@ -81,16 +83,18 @@ def export_rows(core: Any) -> np.ndarray:
     """The core's keys as a ``(5, n)`` array of rows key, w1, w0, c1, c0."""
     out = core.export()
     if isinstance(out, bytes):
-        return np.frombuffer(out, dtype=np.float64).reshape(5, -1).copy()
-    return out
+        out = np.frombuffer(out, dtype=np.float64).reshape(5, -1).copy()
+    rows: np.ndarray = out
+    return rows
 
 
 def export_lo(core: Any) -> np.ndarray:
     """The double-double low parts of the rows' w1 and w0, a ``(2, n)`` array."""
     out = core.export_lo()
     if isinstance(out, bytes):
-        return np.frombuffer(out, dtype=np.float64).reshape(2, -1).copy()
-    return np.asarray(out, dtype=np.float64).reshape(2, -1)
+        out = np.frombuffer(out, dtype=np.float64).reshape(2, -1).copy()
+    lo: np.ndarray = np.asarray(out, dtype=np.float64).reshape(2, -1)
+    return lo
 
 
 def load_rows(core: Any, rows: np.ndarray, lo: np.ndarray | None = None) -> None:

@@ -180,7 +180,7 @@ def _unit(v: Any, field: str, where: str, optional: bool = True) -> float | None
 def _int(v: Any, field: str, where: str, lo: int, hi: int) -> int:
     if not _is_int(v) or not lo <= v <= hi:
         raise _bad(where, field, f"must be an integer in {lo}..{hi}, got {_show(v)}")
-    return v
+    return int(v)
 
 
 # ---------------------------------------------------------------- arrays
@@ -313,7 +313,8 @@ def _check_coefs(v: Any, fn: float, fp: float, prior: float | None, where: str) 
 
 
 def _close(got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    return np.abs(got - want) <= REL_TOL * np.maximum(np.abs(got), np.abs(want))
+    close: np.ndarray = np.abs(got - want) <= REL_TOL * np.maximum(np.abs(got), np.abs(want))
+    return close
 
 
 def _group_sums(idx: np.ndarray, w: np.ndarray, n: int, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -515,7 +516,8 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         _labels(ly, "late_y", where)
         _weights(lw, "late_w", where)
         _require(lt < last_t, lt, "late_t", f"must be before state.last_t={last_t!r} (late events)", where)
-        _require(lt > last_t - period_s, lt, "late_t",  # type: ignore[operator]
+        assert period_s is not None  # timed
+        _require(lt > last_t - period_s, lt, "late_t",
                  f"must be inside the period (> {last_t - period_s!r}; older ones have expired)", where)
         _require((lseq >= 1) & (lseq <= arrivals), lseq, "late_seq", f"must hold arrival numbers in 1..{arrivals}",
                  where)
@@ -529,7 +531,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
                 raise _bad(where, "late events", f"must be sorted by (time, arrival); event {i} is not")
 
     # ---- expiry queue
-    queue = None
+    queue: tuple[np.ndarray, ...] | None = None
     if windowed:
         qs = _arr(arrays, "queue_s", where)
         mq = qs.shape[0]
@@ -549,10 +551,11 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
                 if not qt[-1] <= last_t:
                     raise _bad(where, "array 'queue_t'", f"holds time {qt[-1].item()!r} after state.last_t="
                                                          f"{last_t!r}")
-                if not qt[0] > last_t - period_s:  # type: ignore[operator]
+                assert period_s is not None  # timed
+                if not qt[0] > last_t - period_s:
                     raise _bad(where, "array 'queue_t'", f"holds time {qt[0].item()!r}, outside the period "
                                                          f"(> {last_t - period_s!r}: it has expired)")
-            queue += (qt,)
+            queue = (qs, qy, qw, qt)
         live = qy != CANCELLED
         _check_multiset(keys, (c1, c0), (wt1, wt0), np.concatenate([qs[live], ls]),
                         np.concatenate([qy[live], ly]), np.concatenate([qw[live], lw]),

@@ -119,8 +119,9 @@ class PyCore:
 
     def expire_until(self, cutoff: float) -> None:
         q = self.queue
-        while len(q) and q.oldest_time() <= cutoff:  # type: ignore[arg-type]
-            s, y, w = q.pop()  # type: ignore[union-attr]
+        assert q is not None  # a time window has a queue
+        while len(q) and q.oldest_time() <= cutoff:
+            s, y, w = q.pop()
             if y != CANCELLED:
                 self.remove(s, y == 1, w)
 
@@ -234,7 +235,7 @@ class CRingView:
         self.timed = core.ring == 2
 
     def __len__(self) -> int:
-        return self._c.q_len()
+        return int(self._c.q_len())
 
     def arrays(self, lo: int = 0, hi: int | None = None) -> tuple[np.ndarray, ...]:
         hi = len(self) if hi is None else hi
@@ -262,17 +263,17 @@ class CRingView:
         return float(s[0]), int(y[0]), float(w[0])
 
     def count_expired(self, cutoff: float) -> int:
-        return self._c.q_count_expired(cutoff)
+        return int(self._c.q_count_expired(cutoff))
 
     def oldest_time(self) -> float:
         t = self._c.q_oldest_time()
         return math.inf if t is None else t
 
     def time_at(self, pos: int) -> float:
-        return self._c.q_time_at(pos)
+        return float(self._c.q_time_at(pos))
 
     def find(self, s: float, y: int, w: float) -> int:
-        return self._c.q_find(s, y, w)
+        return int(self._c.q_find(s, y, w))
 
     def cancel(self, pos: int) -> None:
         self._c.q_cancel(pos)

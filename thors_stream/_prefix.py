@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from typing import Any, cast
 
 import numpy as np
 
@@ -146,12 +147,21 @@ def _min_lowbit_exp(v: np.ndarray) -> int | None:
     return int((e - 54 + np.frexp(low)[1]).min())
 
 
+def _row_views(blk: np.ndarray) -> tuple[memoryview[float], ...]:
+    """Memoryviews of a block's float64 rows (scalar reads and writes without numpy's
+    per-item overhead). O(rows)."""
+    return tuple(cast("memoryview[float]", memoryview(cast(Any, row))) for row in blk)
+
+
 class SortedPrefixMin:
     """Ordered keys with per-key class weights and a fast minimum prefix sum.
 
     ``pos_coef``/``neg_coef`` turn class weights into the signed value
     ``pos_coef * w1 - neg_coef * w0`` whose prefix sums are minimised.
     """
+
+    _S: np.ndarray  # block sums, prefix form (see _alloc_top)
+    _bmin: np.ndarray  # per block, its minimum local prefix
 
     def __init__(self, pos_coef: float, neg_coef: float, load: int = 1024) -> None:
         if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or load < 4:
@@ -165,7 +175,7 @@ class SortedPrefixMin:
         self._blocks: list[np.ndarray] = []
         self._keyrows: list[np.ndarray] = []
         self._lprows: list[np.ndarray] = []
-        self._mvs: list[tuple[memoryview, ...]] = []  # per block, its seven rows as memoryviews
+        self._mvs: list[tuple[memoryview[float], ...]] = []  # per block, its seven rows as memoryviews
         self._sizes: list[int] = []
         self._maxes: list[float] = []
         self._barg: list[int] = []
@@ -232,7 +242,7 @@ class SortedPrefixMin:
         self._blocks.insert(j, blk)
         self._keyrows.insert(j, blk[KEY])
         self._lprows.insert(j, blk[LP])
-        self._mvs.insert(j, tuple(memoryview(row) for row in blk))
+        self._mvs.insert(j, _row_views(blk))
         self._sizes.insert(j, size)
         self._maxes.insert(j, float(blk[KEY, size - 1]))
         self._barg.insert(j, 0)
@@ -320,17 +330,17 @@ class SortedPrefixMin:
             self._q = q
             self._lim = _LIM * q
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         for name in ("_keyrows", "_lprows", "_mvs", "_E_head"):
             del state[name]
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._keyrows = [blk[KEY] for blk in self._blocks]
         self._lprows = [blk[LP] for blk in self._blocks]
-        self._mvs = [tuple(memoryview(row) for row in blk) for blk in self._blocks]
+        self._mvs = [_row_views(blk) for blk in self._blocks]
         self._E_head = self._E[: self._kcap]
 
     # ------------------------------------------------------------------ lookup
@@ -671,7 +681,9 @@ class SortedPrefixMin:
                 if jj < len(self._blocks) and self._maxes[jj] == mx and self._sizes[jj] < quarter:
                     self._merge_small(jj)
 
-    def _check_bulk(self, keys, dw1, dw0, dc1, dc0, dw1_lo, dw0_lo):  # type: ignore[no-untyped-def]
+    def _check_bulk(
+        self, keys: Any, dw1: Any, dw0: Any, dc1: Any, dc0: Any, dw1_lo: Any, dw0_lo: Any
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         """Validated ``(rows, lo)``: rows KEY, 0, W1, W0, C1, C0 and the low parts (or ``None``)."""
         arrs = [np.asarray(x, dtype=np.float64) for x in (keys, dw1, dw0, dc1, dc0)]
         m = arrs[0].shape[0] if arrs[0].ndim == 1 else -1
@@ -713,7 +725,8 @@ class SortedPrefixMin:
         if not self._lo or not m:
             return np.zeros((2, m))
         got = [self._lo.get(k, (0.0, 0.0)) for k in keys.tolist()]
-        return np.array(got, dtype=np.float64).reshape(m, 2).T.copy()
+        out: np.ndarray = np.array(got, dtype=np.float64).reshape(m, 2).T.copy()
+        return out
 
     def _build(self, rows: np.ndarray, lo: np.ndarray | None) -> None:
         """Fill the empty structure from validated ``rows`` (blocks of ``load`` keys)."""
@@ -762,7 +775,7 @@ class SortedPrefixMin:
         self._blocks = blocks
         self._keyrows = [blk[KEY] for blk in blocks]
         self._lprows = [blk[LP] for blk in blocks]
-        self._mvs = [tuple(memoryview(row) for row in blk) for blk in blocks]
+        self._mvs = [_row_views(blk) for blk in blocks]
         self._sizes = [min(size, m - lo_) for lo_ in starts]
         self._maxes = [cols.item(KEY, min(lo_ + size, m) - 1) for lo_ in starts]
         self._barg = [0] * len(blocks)
@@ -929,7 +942,8 @@ class SortedPrefixMin:
                 i = int(blk[KEY].searchsorted(key, side="right"))
                 out += blk[W1:VAL, :i].sum(axis=1)
                 break
-        return tuple(out.tolist())  # type: ignore[return-value]
+        w1, w0, c1, c0 = out.tolist()
+        return float(w1), float(w0), float(c1), float(c0)
 
     def export(self) -> np.ndarray:
         """Rows ``(key, w1, w0, c1, c0)`` of every held key, in key order, as ``(5, n)``.
@@ -978,9 +992,11 @@ class SortedPrefixMin:
         held = set(np.concatenate([kr[:n] for kr, n in zip(self._keyrows, self._sizes)]).tolist()) if k else set()
         for key, (l1, l0) in self._lo.items():
             assert key in held and (l1 or l0)
-            w1, w0, c1, c0 = self.held_at(key)  # type: ignore[misc]
-            assert w1 + l1 == w1 and w0 + l0 == w0
-            assert (c1 or not l1) and (c0 or not l0)
+            at = self.held_at(key)
+            assert at is not None
+            h1, h0, k1, k0 = at
+            assert h1 + l1 == h1 and h0 + l0 == h0
+            assert (k1 or not l1) and (k0 or not l0)
         if self._A_ok and k:
             vals = np.concatenate([a * blk[W1, :n] - b * blk[W0, :n] for blk, n in zip(self._blocks, self._sizes)])
             assert (np.fmod(vals, self._q) == 0).all()

@@ -10,6 +10,7 @@ batch operations. Push and pop are O(1) amortised.
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 import numpy as np
 
@@ -43,10 +44,10 @@ class EventQueue:
             if self.timed:
                 self._t[:n] = old[3]
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return {"timed": self.timed, "arrays": self.arrays(), "cap": self._cap}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.timed = state["timed"]
         self._size = 0
         self._alloc(state["cap"])

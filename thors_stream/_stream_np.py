@@ -131,8 +131,9 @@ class NPReadPart:
         cache = self._np_cache
         if cache is None or cache[0] != key:
             try:
+                keys, w1, w0, c1, c0 = export_rows(self._tree)
                 val: Any = np_threshold_from_rows(
-                    *export_rows(self._tree), self.fn_cost, self.fp_cost, self.class_prior,
+                    keys, w1, w0, c1, c0, self.fn_cost, self.fp_cost, self.class_prior,
                     self.max_fpr, self.max_fnr, self.confidence,
                 )
             except NPInfeasibleError as exc:
@@ -140,5 +141,6 @@ class NPReadPart:
             self._np_cache = cache = (key, val)
         if isinstance(cache[1], str):
             raise NPInfeasibleError(cache[1])
-        return cache[1]
+        result: ThresholdResult = cache[1]
+        return result
 

@@ -197,9 +197,10 @@ class StorePart:
         if not summaries:
             raise ValueError("merged() needs at least one summary")
         first = summaries[0]
-        out = cls(fn_cost=first.fn_cost, fp_cost=first.fp_cost, class_prior=first.class_prior,
-                  default_threshold=first.default_threshold, backend=backend, max_fpr=first.max_fpr,
-                  max_fnr=first.max_fnr, confidence=first.confidence)
+        make: Any = cls  # StreamingThors: its constructor takes the settings
+        out: _S = make(fn_cost=first.fn_cost, fp_cost=first.fp_cost, class_prior=first.class_prior,
+                       default_threshold=first.default_threshold, backend=backend, max_fpr=first.max_fpr,
+                       max_fnr=first.max_fnr, confidence=first.confidence)
         for s in summaries:
             out.merge(s)
         return out
@@ -339,7 +340,8 @@ class StorePart:
 
         spec = check_stream_parts(params, state, arrays, where=where, legacy=legacy)
         try:
-            st = cls(**spec.kwargs, backend=backend)
+            make: Any = cls  # StreamingThors: its constructor takes the settings
+            st: _S = make(**spec.kwargs, backend=backend)
             st._restore_core(*spec.coefs, spec.rows, spec.lo, spec.queue)
             for entry in spec.ledger:
                 st._ledger.add(*entry)

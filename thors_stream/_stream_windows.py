@@ -63,7 +63,7 @@ def _seconds(value: Any, name: str) -> float:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.timezone.utc)
-        return value.timestamp()
+        return float(value.timestamp())
     if isinstance(value, dt.timedelta):
         return value.total_seconds()
     if isinstance(value, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or value is None:

@@ -167,7 +167,7 @@ def check_score(score: Any) -> float:
     (0.5, 1.0)
     """
     if score.__class__ is float and score - score == 0.0:
-        return score  # type: ignore[no-any-return]
+        return score
     return real_number(score, "score")
 
 
@@ -202,7 +202,7 @@ def check_weight(w: Any) -> float:
     """
     f = w if (w.__class__ is float and w - w == 0.0) else real_number(w, "weight")
     if 0.0 < f <= MAX_WEIGHTED_COST:
-        return f  # type: ignore[no-any-return]
+        return f
     if f > 0.0:
         raise ValueError(f"weight must be at most 2**960 (MAX_WEIGHTED_COST), got {_show(w)}")
     raise ValueError(f"weight must be finite and > 0, got {_show(w)}")
@@ -333,7 +333,7 @@ def check_time(t: Any, name: str = "t") -> float:
     (86400.0, 60.0, 3.0)
     """
     if t.__class__ is float and t - t == 0.0:
-        return t  # type: ignore[no-any-return]
+        return t
     if isinstance(t, dt.datetime):
         try:
             return (t.replace(tzinfo=_UTC) if t.tzinfo is None else t).timestamp()
@@ -413,7 +413,7 @@ def _first(arr: np.ndarray) -> str:
     return f" (first value {_show(arr.ravel()[0])})" if arr.size else ""
 
 
-def _fast_list(values: list | tuple) -> np.ndarray | None:
+def _fast_list(values: list[Any] | tuple[Any, ...]) -> np.ndarray | None:
     """A list of plain ints/floats (numpy's own conversion is then the scalar rule) as float64,
     else ``None`` (the caller checks element by element)."""
     if not set(map(type, values)) <= _FAST_TYPES:
@@ -514,7 +514,8 @@ def check_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
         if bad.any():
             i = _first_bad(bad)
             raise ValueError(f"{name} must hold only 0/1/False/True, got {arr[i].item()!r} at position {i}")
-        return arr == 1
+        ones: np.ndarray = arr == 1
+        return ones
     if arr.dtype == object:
         out = np.empty(n, dtype=np.bool_)
         for i, v in enumerate(arr.tolist()):

@@ -194,7 +194,8 @@ def _neyman_pearson(
     max_fpr: float | None, max_fnr: float | None, conf: float,
 ) -> ThresholdResult:
     """Aggregate per distinct score, then pick the cheapest admissible candidate (O(n log n))."""
-    return np_threshold_from_rows(*rows_by_score(s, y, w), fn, fp, prior, max_fpr, max_fnr, conf)
+    keys, w1, w0, c1, c0 = rows_by_score(s, y, w)
+    return np_threshold_from_rows(keys, w1, w0, c1, c0, fn, fp, prior, max_fpr, max_fnr, conf)
 
 
 def cost_curve(

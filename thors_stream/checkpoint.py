@@ -115,10 +115,10 @@ def _check_key(key: Any) -> bytes | None:
         return None
     if not isinstance(key, (bytes, bytearray, memoryview)):
         raise TypeError(f"key must be bytes (an HMAC-SHA256 secret), got {type(key).__name__}")
-    key = bytes(key)
-    if not key:
+    raw = bytes(key)
+    if not raw:
         raise ValueError("key must not be empty")
-    return key
+    return raw
 
 
 def _hasher(key: bytes | None) -> Any:
@@ -322,7 +322,7 @@ def read_checkpoint_full(
 
 def read_checkpoint(
     path: str | os.PathLike[str], kind: str, *, key: bytes | None = None,
-) -> tuple[dict, dict, dict[str, np.ndarray]]:
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
     """Read and verify a checkpoint; return ``(params, state, arrays)``.
 
     Raises ``ValueError`` naming the file and the problem for anything that is not

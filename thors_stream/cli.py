@@ -480,7 +480,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             ci = bounds.cost_interval
             say(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
                 f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
-    if base_info is not None:
+    if base_info is not None and baseline is not None:
         say(f"baseline      deployed threshold {_thr_text(release_threshold(baseline))} costs "
             f"{base_info['cost']:,.6g} on this data; new {r.cost:,.6g}; saving {base_info['saving']:,.6g}"
             + ("   (move larger than --max-shift, forced)" if base_info["forced"] else ""))
@@ -507,9 +507,10 @@ def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, bas
 
     def entry(res: Any, n: int | None) -> dict[str, Any]:
         try:
-            return release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=n)
+            made: dict[str, Any] = release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=n)
         except (OverflowError, FloatingPointError):
-            return release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=None)
+            made = release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=None)
+        return made
 
     segments = None
     if plan is not None:
@@ -728,8 +729,8 @@ class _Monitor:
                                    "bound": b.cost_upper_exact, "events": self.since,
                                    "confidence": args.confidence})
         publish = self.pub is None or args.hysteresis is None
-        if not publish and thr != self.pub:
-            pub_cost = self._held_cost(self.pub)[0]  # type: ignore[arg-type]
+        if not publish and thr != self.pub and self.pub is not None:
+            pub_cost = self._held_cost(self.pub)[0]
             publish = pub_cost > (1.0 + args.hysteresis) * cost
         since = self.since
         if publish and thr != self.pub:
@@ -740,7 +741,8 @@ class _Monitor:
                                    "jump": "inf" if math.isinf(jump) else jump})
             self.pub, self.pub_result, self.pub_risk = thr, st.result(), None
             self.since = self.fn = self.fp = 0
-        pub_cost, fpr, fnr = self._held_cost(self.pub)  # type: ignore[arg-type]
+        assert self.pub is not None  # published above when nothing was
+        pub_cost, fpr, fnr = self._held_cost(self.pub)
         rec: dict[str, Any] = {"event": event}
         if t is not None:
             rec["time"] = _iso(t) if self.dates else t
@@ -845,7 +847,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 thr, c, k = st.get(), st.cost, len(st)
                 if held.held != k:  # pragma: no cover - the mirror is tested against the library
                     raise RuntimeError(f"internal error: {held.held} events mirrored, {k} held")
-                fpr, fnr = held.rates(thr)
+                fpr, fnr = held.rates(thr) if thr is not None else (math.nan, math.nan)
                 row = [i + 1, repr(thr), _num(c), repr(round(fpr, 12)), repr(round(fnr, 12)), k]
                 if t is not None:
                     row.insert(1, show_time(t[i]))

@@ -165,11 +165,11 @@ def _split(agg: Agg, plan: tuple[np.ndarray, np.ndarray], n_ranges: int) -> tupl
     keys = agg[0]
     edges = np.concatenate([[0], np.searchsorted(keys, cuts, side="left"), np.full(n_ranges - cuts.shape[0],
                                                                                       keys.shape[0])])
-    pieces = []
+    pieces: list[tuple[Any, ...]] = []
     sums = np.zeros((n_ranges, 4))
     for r in range(n_ranges):
         lo, hi = int(edges[r]), int(edges[r + 1])
-        piece = tuple(None if a is None else a[lo:hi] for a in agg)
+        piece: tuple[Any, ...] = tuple(None if a is None else a[lo:hi] for a in agg)
         pieces.append(piece)
         _, w1, w0, c1, c0 = piece
         if hi > lo:
@@ -181,7 +181,7 @@ def _split(agg: Agg, plan: tuple[np.ndarray, np.ndarray], n_ranges: int) -> tupl
 def _offsets(range_sums: Sequence[np.ndarray]) -> np.ndarray:
     """Weighted counts strictly below each range (rows: ranges; cols: W1, W0, C1, C0)."""
     total = np.sum(range_sums, axis=0)
-    below = np.zeros_like(total)
+    below: np.ndarray = np.zeros_like(total)
     below[1:] = np.cumsum(total[:-1], axis=0)
     return below
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
-from typing import TextIO
+from typing import Any, TextIO
 
 from .stream import StreamingThors
 
 
-def shuttle_stream(limit: int | None = None) -> Iterator[tuple[dict, bool]]:
+def shuttle_stream(limit: int | None = None) -> Iterator[tuple[dict[str, Any], bool]]:
     """river's bundled Shuttle data (49,097 events, 7% anomalies = positives)."""
     from river import datasets
 

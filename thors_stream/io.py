@@ -224,7 +224,8 @@ def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
             idx = _columns(header, wanted, name)
             si, yi = idx["score"], idx["label"]
             ti = idx.get("time")
-            positive_cols = [(role, idx[role], []) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
+            positive_cols: list[tuple[str, int, list[float]]] = [
+                (role, idx[role], []) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
             gi = idx.get("segment")
             g: list[str] = []
             need = max(idx.values()) + 1
@@ -394,7 +395,7 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
 
     def numeric(col: Any) -> bool:
         t = col.type
-        return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+        return bool(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t))
 
     def wrong_type(role: str, col: Any, want: str) -> InputError:
         return InputError(f"{name}: the {role} column {wanted[role]!r} has type {col.type}; {want}")
@@ -403,7 +404,7 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         col = column(role)
         if not numeric(col):
             raise wrong_type(role, col, "it must be numeric")
-        arr = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        arr: np.ndarray = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
         bad = ~np.isfinite(arr)
         if bad.any():
             raise where(bad, f"{role} must be finite, got {arr[bad][0].item()!r}")

@@ -73,7 +73,7 @@ class Cost(river_metrics.base.BinaryMetric):
         per_event: bool = False,
     ) -> None:
         costs = resolve_costs(fn_cost, fp_cost)
-        super().__init__(cm=cm, pos_val=pos_val)
+        super().__init__(cm=cm, pos_val=pos_val)  # type: ignore[no-untyped-call]  # river leaves it unannotated
         self.fn_cost = fn_cost
         self.fp_cost = fp_cost
         self.per_event = per_event
@@ -111,7 +111,7 @@ class Cost(river_metrics.base.BinaryMetric):
     def total(self) -> float:
         """``fn_cost * (weighted false negatives) + fp_cost * (weighted false positives)``."""
         cm = self.cm
-        return self._fn * cm.false_negatives(True) + self._fp * cm.false_positives(True)
+        return float(self._fn * cm.false_negatives(True) + self._fp * cm.false_positives(True))
 
     @property
     def mean(self) -> float:

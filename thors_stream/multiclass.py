@@ -262,7 +262,8 @@ def bayes_predict(proba: Any, cost_matrix: Any) -> np.ndarray:
     """
     p = _check_scores2d(proba)
     c = check_cost_matrix(cost_matrix, p.shape[1])
-    return np.argmin(p @ c, axis=1)
+    picks: np.ndarray = np.argmin(p @ c, axis=1)
+    return picks
 
 
 # ------------------------------------------------------------------------------ fitting
@@ -446,7 +447,9 @@ def _exact_for_order(
                 st.update_many(last_scores[grp][rel], d < 0, np.abs(d))
             start = e + 1
             if len(st):
-                t_last, c_last = st.get(), st.cost
+                got, cost = st.get(), st.cost
+                assert got is not None and cost is not None  # something is held
+                t_last, c_last = got, cost
             else:
                 t_last, c_last = -math.inf, 0.0
             # last stage cost = base + thors cost + sum of negative deltas (see _binary_stage)

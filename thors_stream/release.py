@@ -117,6 +117,7 @@ def release_entry(result: ThresholdResult, *, min_per_class: int, confidence: fl
     bd.update({k: float(getattr(b, k)) for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper")})
     if not b.weighted and b.n_test is not None:
         bd["n_test"] = int(b.n_test)
+        assert b.cost_upper_exact is not None  # unweighted with n_test
         bd["cost_upper"] = float(b.cost_upper_exact)
     d["bounds"] = bd
     return d
@@ -125,7 +126,8 @@ def release_entry(result: ThresholdResult, *, min_per_class: int, confidence: fl
 def release_schema() -> dict[str, Any]:
     """The release file's JSON schema (``thors_stream/schemas/release.schema.json``)."""
     with open(_SCHEMA_PATH, encoding="utf-8") as f:
-        return json.load(f)
+        schema: dict[str, Any] = json.load(f)
+    return schema
 
 
 _TYPES: dict[str, Any] = {
@@ -265,7 +267,8 @@ def read_release(path: str) -> dict[str, Any]:
         validate_release(doc)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
-    return doc
+    checked: dict[str, Any] = doc
+    return checked
 
 
 def release_threshold(doc: dict[str, Any], segment: str | None = None) -> float:

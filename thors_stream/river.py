@@ -642,7 +642,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         when a time window has emptied.
         """
         if self._selector is not None:
-            return self._source.get()
+            return self._selector.get()
         if self._ready:
             thr = self._thors_threshold()
             if thr is not None:

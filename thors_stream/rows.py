@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rows_by_score"]
+__all__ = ["Rows", "rows_by_score"]
 
 
-def rows_by_score(s: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, ...]:
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""``(keys, w1, w0, c1, c0)``: one float64 array per column, one entry per distinct score."""
+
+
+def rows_by_score(s: np.ndarray, y: np.ndarray, w: np.ndarray | None) -> Rows:
     """Merge equal scores: float64 rows ``(keys, w1, w0, c1, c0)`` in ascending key order,
     the class weights and event counts at each distinct score (what ``StreamingThors.held()``
     returns). Inputs already validated. O(n log n).

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,7 +195,8 @@ class SegmentedStreamingThors:
 
         if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
             raise ValueError(f"max_segments must be an integer >= 1, got {max_segments!r}")
-        self._make = lambda: StreamingThors(fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
+        self._make: Callable[[], StreamingThors] = lambda: StreamingThors(
+            fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
         self.max_segments = max_segments
         self.min_per_class = min_per_class
         self.global_summary = self._make()
@@ -244,4 +245,4 @@ class SegmentedStreamingThors:
 
     def nbytes(self) -> int:
         """Bytes held in numpy arrays by all the summaries."""
-        return self.global_summary.nbytes() + sum(st.nbytes() for st in self._seg.values())
+        return self.global_summary.nbytes() + sum(int(st.nbytes()) for st in self._seg.values())

@@ -35,7 +35,7 @@ default threshold) the comparison with the default threshold is the tightest.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,9 @@ from ._validation import check_label, check_score, check_weight, check_weighted_
 from .stream import StreamingThors
 
 try:
-    from ._ctree import selector_step
+    from ._ctree import selector_step as _compiled_step
+
+    selector_step: Callable[..., None] | None = _compiled_step
 except ImportError:  # no compiler at install time: the Python step is used
     selector_step = None
 
@@ -251,7 +253,7 @@ class WindowSelector:
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
             check_weighted_costs(w, self.fn_cost, self.fp_cost)
-        if self._cores is not None:
+        if self._cores is not None and selector_step is not None:
             selector_step(self._cores, self.default_threshold, s, pos, w, self.fn_cost, self.fp_cost,
                           self._leader, self._state)
         else:

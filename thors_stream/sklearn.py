@@ -239,7 +239,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         if isinstance(cv, bool):
             raise TypeError(f"cv must not be a bool, got {cv!r}")
 
-    def _fit_params(self, sample_weight: Any, fit_params: dict[str, Any]) -> tuple[dict, dict]:
+    def _fit_params(self, sample_weight: Any, fit_params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(estimator fit params, splitter split params) following scikit-learn's routing conventions."""
         if sklearn.get_config().get("enable_metadata_routing", False):
             routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
@@ -376,7 +376,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     @property
     def classes_(self) -> np.ndarray:
         """The class labels (of the fitted estimator)."""
-        return self.estimator_.classes_
+        return np.asarray(self.estimator_.classes_)
 
     def decision_scores(self, X: Any) -> np.ndarray:
         """The scores of ``pos_label_`` that are compared with ``best_threshold_``. O(estimator)."""
@@ -390,25 +390,25 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         classes = np.asarray(self.classes_)
         neg_label = classes[classes != self.pos_label_][0]
         pos = s > self.best_threshold_
-        return np.where(pos, self.pos_label_, neg_label).astype(classes.dtype, copy=False)
+        return np.asarray(np.where(pos, self.pos_label_, neg_label).astype(classes.dtype, copy=False))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
         """The fitted estimator's ``predict_proba`` (not changed by the threshold)."""
         check_is_fitted(self, "result_")
-        return self.estimator_.predict_proba(X)
+        return np.asarray(self.estimator_.predict_proba(X))
 
     @available_if(_estimator_has("predict_log_proba"))
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """The fitted estimator's ``predict_log_proba`` (not changed by the threshold)."""
         check_is_fitted(self, "result_")
-        return self.estimator_.predict_log_proba(X)
+        return np.asarray(self.estimator_.predict_log_proba(X))
 
     @available_if(_estimator_has("decision_function"))
     def decision_function(self, X: Any) -> np.ndarray:
         """The fitted estimator's ``decision_function`` (not changed by the threshold)."""
         check_is_fitted(self, "result_")
-        return self.estimator_.decision_function(X)
+        return np.asarray(self.estimator_.decision_function(X))
 
     # -------------------------------------------------------------- sklearn API
     def get_metadata_routing(self) -> MetadataRouter:

@@ -88,10 +88,10 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
     ----------
     Compiled backend: ``update``/``revert`` O(log n) worst case, ``get``/``cost`` O(1)
     after an update's O(log n) refresh, ``update_many`` O(m log m + m log n),
-    ``result`` O(log n); about 50 bytes per distinct score. Numpy backend: ``update``/``revert`` O(log n + load), ``get`` O(1) when
-    the optimum provably did not move, else O(load + n / load); 48 bytes per
-    distinct score per row-slot. The expiry queue adds 17 (window) or 25 (period)
-    bytes per held event.
+    ``result`` O(log n); about 50 bytes per distinct score. Numpy backend:
+    ``update``/``revert`` O(log n + load), ``get`` O(1) when the optimum provably did
+    not move, else O(load + n / load); 48 bytes per distinct score per row-slot. The
+    expiry queue adds 17 (window) or 25 (period) bytes per held event.
 
     Exactness
     ---------
@@ -170,7 +170,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
     @property
     def n_updates(self) -> int:
         """Update calls accepted so far (events seen, held or not)."""
-        return self._tree.n_updates
+        return int(self._tree.n_updates)
 
     @n_updates.setter
     def n_updates(self, value: int) -> None:
@@ -190,23 +190,25 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         wmax = self._wmax
         core.bind(StreamingThors.update.__get__(self), StreamingThors.revert.__get__(self),
                   self._np_get_slow, self._ledger._at, self.window or 0, wmax)
+        # instance attributes shadowing the methods (the same signatures, served in C)
+        fast = self.__dict__
         if cls.update is StreamingThors.update and self._period_s is None:
-            self.update = core.fast_update
+            fast["update"] = core.fast_update
         if cls.revert is StreamingThors.revert and self._queue is None:
-            self.revert = core.fast_revert
+            fast["revert"] = core.fast_revert
         if cls.get is StreamingThors.get:
             if self._plain:
-                self.get = core.threshold
+                fast["get"] = core.threshold
             elif self._np_mode and self.class_prior is None:
                 empty = np.zeros(0, np.int64)  # no rank known yet: the first read refills
                 core.set_np_tables(int(self.max_fpr is not None), 0, empty, int(self.max_fnr is not None), 0, empty)
-                self.get = core.np_get
+                fast["get"] = core.np_get
 
     # the held events' count and class weights, read from the core (no running sums here:
     # the answer depends only on what is held)
     @property
     def _n(self) -> int:
-        return self._tree.n_events()
+        return int(self._tree.n_events())
 
     @_n.setter
     def _n(self, value: int) -> None:  # checkpoints restore the core itself; nothing to keep
@@ -214,7 +216,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
 
     @property
     def _w1(self) -> float:
-        return self._tree.totals()[0]
+        return float(self._tree.totals()[0])
 
     @_w1.setter
     def _w1(self, value: float) -> None:
@@ -222,7 +224,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
 
     @property
     def _w0(self) -> float:
-        return self._tree.totals()[1]
+        return float(self._tree.totals()[1])
 
     @_w0.setter
     def _w0(self, value: float) -> None:
@@ -240,7 +242,8 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         the constraint (too few events of a constrained class held).
         """
         if self._plain:
-            return self._tree.threshold()  # None when nothing is held
+            thr: float | None = self._tree.threshold()  # None when nothing is held
+            return thr
         if not self._n:
             return None
         if self._np_mode:
@@ -251,23 +254,25 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         if self.class_prior is not None:
             a, b = class_coefficients(self.fn_cost, self.fp_cost, self._w0, self._w1, self.class_prior)
             self._tree.set_coefs(a, b)
-        return self._tree.best()
+        best: tuple[float, float] = self._tree.best()
+        return best
 
     @property
     @_locked
     def cost(self) -> float | None:
         """Empirical total cost of the held events at :meth:`get` (``None`` when empty)."""
         if self._plain:
-            return self._tree.cost()
+            cost: float | None = self._tree.cost()
+            return cost
         if self._n == 0:
             return None
         if self._np_mode:
             if not self._np_indexed():
                 return self._np_result().cost
             m = self._np_best()[0]
-            return self._tree._b * self._w0 + m
+            return float(self._tree._b * self._w0 + m)
         m = self._best()[0]
-        return self._tree._b * self._w0 + m
+        return float(self._tree._b * self._w0 + m)
 
     def predict_one(self, score: float) -> bool:
         """``score > threshold``; uses ``default_threshold`` while nothing is held
@@ -336,4 +341,4 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
 
     def nbytes(self) -> int:
         """Bytes held in numpy arrays (the structure plus the expiry queue)."""
-        return self._tree.nbytes() + (self._queue.nbytes() if self._queue is not None else 0)
+        return int(self._tree.nbytes()) + (int(self._queue.nbytes()) if self._queue is not None else 0)
