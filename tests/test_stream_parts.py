@@ -210,3 +210,37 @@ def test_merge_is_the_multiset_union(backend):
         shards[0].merge(hub)
     with pytest.raises(TypeError):
         hub.merge("not a summary")
+
+
+# ---------------------------------------------------------------- one rule for labels and times
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("label", [1 + 0j, np.complex128(1), "1", 2, None])
+def test_update_and_revert_refuse_the_labels_update_many_refuses(backend, label):
+    st = StreamingThors(fn_cost=1, fp_cost=1, backend=backend)
+    with pytest.raises(ValueError, match="ys must hold only|label must be"):
+        st.update_many([0.5], [label])
+    with pytest.raises(ValueError, match="label must be"):
+        st.update(0.5, label)
+    st.update(0.5, 1)
+    with pytest.raises(ValueError, match="label must be"):
+        st.revert(0.5, label)
+    assert len(st) == 1 and st.n_updates == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_times_are_taken_by_update_and_update_many_alike(backend):
+    t64 = np.array(["2024-01-01T00:00:00", "2024-01-01T00:00:30", "2024-01-01T00:01:10"], dtype="datetime64[ns]")
+    a = StreamingThors(fn_cost=2, fp_cost=1, period=dt.timedelta(minutes=1), backend=backend)
+    b = StreamingThors(fn_cost=2, fp_cost=1, period=60, backend=backend)
+    a.update_many([0.1, 0.5, 0.9], [0, 1, 0], ts=t64)
+    for s, y, t in zip([0.1, 0.5, 0.9], [0, 1, 0], t64):
+        b.update(s, y, t=t)  # np.datetime64 scalars
+    assert held_events(a) == held_events(b) == [(0.5, 1, 1.0), (0.9, 0, 1.0)]
+    # without a period the times are validated by the same rule, not used
+    c = StreamingThors(fn_cost=2, fp_cost=1, backend=backend)
+    c.update_many([0.1, 0.5], [0, 1], ts=t64[:2])
+    with pytest.raises(TypeError, match="ts must be"):
+        c.update_many([0.1, 0.5], [0, 1], ts=["2024-01-01", "2024-01-02"])
+    with pytest.raises(ValueError, match="ts has length"):
+        c.update_many([0.1, 0.5], [0, 1], ts=t64)
+    assert len(c) == 2

@@ -23,8 +23,6 @@ Times are seconds or ``datetime`` (a naive one is UTC); see :func:`_seconds`.
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 from typing import Any
 
 import numpy as np
@@ -32,9 +30,12 @@ import numpy as np
 from ._queue import CANCELLED
 from ._stream_lock import _locked
 from ._validation import (
+    check_label,
     check_labels,
     check_score,
     check_scores,
+    check_time,
+    check_times,
     check_weight,
     check_weighted_costs,
     check_weights,
@@ -42,42 +43,22 @@ from ._validation import (
 
 __all__ = ["WindowsPart"]
 
-_LABELS: dict[Any, bool] = {0: False, 1: True}
 _NEG_INF = float("-inf")
 
 
 def _label(y: Any) -> bool:
-    try:
-        pos = _LABELS.get(y) if not isinstance(y, str) else None
-    except TypeError:  # unhashable
-        pos = None
-    if pos is None:
-        raise ValueError(f"label must be 0, 1, False or True, got {y!r}")
-    return pos
+    """A label as a bool, by the package's one rule (:func:`~thors_stream._validation.check_label`:
+    ``False``/``True`` or a real number equal to 0 or 1; ``"1"``, ``2``, ``1+0j``, ``None``
+    are a ``ValueError``). O(1)."""
+    return check_label(y) == 1
 
 
 def _seconds(value: Any, name: str) -> float:
-    """A time as seconds: a number, a ``datetime`` (its POSIX timestamp; a naive one is
-    taken as UTC, as the CLI does, so the answer never depends on ``TZ``) or a ``timedelta``.
-    Strings and bytes are refused (one rule with the scores and weights)."""
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return float(value.timestamp())
-    if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or value is None:
-        raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}")
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number of seconds or a datetime, got {value!r}") from None
-    except OverflowError:
-        raise ValueError(f"{name} must be finite, got {value!r}") from None
-    if not math.isfinite(f):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return f
-
+    """A time as seconds, by the package's one rule (:func:`~thors_stream._validation.check_time`):
+    a real number, a ``datetime`` (a naive one is UTC, as the CLI takes it, so the answer never
+    depends on ``TZ``), a ``timedelta``, a numpy ``datetime64``/``timedelta64``. Strings, bytes,
+    bools and ``None`` are a ``TypeError``; non-finite or too large values a ``ValueError``. O(1)."""
+    return check_time(value, name)
 
 
 class WindowsPart:
@@ -110,10 +91,7 @@ class WindowsPart:
         object unchanged. O(log n) compiled, O(log n + load) numpy backend.
         """
         s = score if type(score) is float and score - score == 0.0 else check_score(score)
-        try:
-            pos = _LABELS[y]
-        except (KeyError, TypeError):
-            raise ValueError(f"label must be 0, 1, False or True, got {y!r}") from None
+        pos = _label(y)
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
             if w > self._wmax:
@@ -219,22 +197,13 @@ class WindowsPart:
         w = np.ones(m) if w is None else w
         queue = self._queue
         t = None
-        if ts is not None and self._period_s is None:
-            for v in ts if not isinstance(ts, np.ndarray) else ts.tolist():
-                _seconds(v, "ts")  # validated, not used without a period
-            if len(ts) != m:
-                raise ValueError(f"ts has length {len(ts)} but scores have length {m}")
+        if ts is not None:
+            t = check_times(ts, m, "ts")  # one rule with update's t; not used without a period
+            if self._period_s is None:
+                t = None
         if self._period_s is not None:
-            if ts is None:
+            if t is None:
                 raise ValueError("ts (event times) are required when period is set")
-            if isinstance(ts, np.ndarray) and ts.dtype.kind in "iuf":
-                t = ts.astype(np.float64)
-            else:
-                t = np.array([_seconds(v, "ts") for v in ts], dtype=np.float64)
-            if t.shape != (m,):
-                raise ValueError(f"ts has shape {t.shape} but scores have length {m}")
-            if not np.isfinite(t).all():
-                raise ValueError(f"ts must be finite, got {t[~np.isfinite(t)][0].item()!r}")
             if m and (t[0] < self._last_t or (np.diff(t) < 0).any()):
                 # late events among them: the per-event path handles them exactly
                 for a, b, c, d in zip(s.tolist(), y.tolist(), w.tolist(), t.tolist()):

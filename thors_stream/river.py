@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from river import base
 
-from ._validation import check_label, check_weight, check_weighted_costs
+from ._validation import check_label, check_time, check_weight, check_weighted_costs
 from .neyman_pearson import NPInfeasibleError
 from .selection import DEFAULT_WINDOWS, WindowSelector
 from .stream import StreamingThors
@@ -46,22 +46,10 @@ def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
 
 
 def _seconds(t: Any) -> float:
-    """An event time as seconds: a number, or a ``datetime`` (its POSIX timestamp)."""
-    if isinstance(t, dt.datetime):
-        if t.tzinfo is None:  # naive: UTC, as StreamingThors and the CLI take it
-            t = t.replace(tzinfo=dt.timezone.utc)
-        return float(t.timestamp())
-    if isinstance(t, (bool, str, bytes, bytearray, np.str_, np.bytes_)) or t is None:
-        raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}")
-    try:
-        f = float(t)
-    except (TypeError, ValueError):
-        raise TypeError(f"t must be a number of seconds or a datetime, got {t!r}") from None
-    except OverflowError:
-        raise ValueError(f"t must be finite, got {t!r}") from None
-    if not math.isfinite(f):
-        raise ValueError(f"t must be finite, got {t!r}")
-    return f
+    """An event time as seconds, by the package's one rule
+    (:func:`~thors_stream._validation.check_time`: numbers, ``datetime`` with naive = UTC,
+    ``timedelta``, numpy ``datetime64``)."""
+    return check_time(t, "t")
 
 
 def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
