@@ -302,7 +302,7 @@ BAD = [
     ({"confidence": 0}, "confidence"), ({"confidence": 1}, "confidence"), ({"confidence": -0.1}, "-0.1"),
     ({"confidence": 1.5}, "1.5"), ({"confidence": math.nan}, "nan"), ({"confidence": "0.9"}, "'0.9'"),
     ({"confidence": True}, "True"), ({"n_test": -1}, "-1"), ({"n_test": 2.5}, "2.5"), ({"n_test": "10"}, "'10'"),
-    ({"n_test": True}, "True"), ({"n_test": math.inf}, "inf"), ({"method": "exact"}, "'exact'"),
+    ({"n_test": True}, "True"), ({"n_test": math.inf}, "inf"), ({"method": "exactly"}, "'exactly'"),
     ({"class_prior": 0.0}, "0.0"), ({"class_prior": 1.0}, "1.0"),
 ]
 

@@ -107,7 +107,7 @@ BAD = [
     (dict(fpr=1.5), "1.5"), (dict(fpr=-0.1), "-0.1"), (dict(fnr="x"), "'x'"), (dict(class_prior=0.0), "0.0"),
     (dict(class_prior=None), "class_prior"), (dict(multiple=1.0), "multiple"), (dict(multiple=math.nan), "nan"),
     (dict(confidence=1.0), "confidence"), (dict(n_test=0), "n_test"), (dict(n_test=-5), "-5"),
-    (dict(method="exact"), "'exact'"), (dict(quantity="mean"), "'mean'"), (dict(max_size=1), "max_size"),
+    (dict(method="exactly"), "'exactly'"), (dict(quantity="mean"), "'mean'"), (dict(max_size=1), "max_size"),
     (dict(fn_cost=0), "fn_cost"), (dict(fp_cost=-1), "fp_cost"), (dict(fpr=0.0, fnr=0.0), "nominal cost is 0"),
 ]
 

@@ -217,7 +217,7 @@ def test_merge_is_the_multiset_union(backend):
 @pytest.mark.parametrize("label", [1 + 0j, np.complex128(1), "1", 2, None])
 def test_update_and_revert_refuse_the_labels_update_many_refuses(backend, label):
     st = StreamingThors(fn_cost=1, fp_cost=1, backend=backend)
-    with pytest.raises(ValueError, match="ys must hold only|label must be"):
+    with pytest.raises(ValueError, match=r"ys must hold only|label must be"):
         st.update_many([0.5], [label])
     with pytest.raises(ValueError, match="label must be"):
         st.update(0.5, label)

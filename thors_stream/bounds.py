@@ -20,14 +20,20 @@ the number of that class's ``n`` validation scores ``<= t``. With ``U_(1) <= ...
 the uniform order statistics of that class (``X_i = F^{-1}(U_i)``, for any ``F``, ties and
 atoms included), ``U_(k) <= G < U_(k+1)`` (``U_(0) = 0``, ``U_(n+1) = 1``). A lower band
 ``a_k`` with ``P(U_(k) >= a_k for all k) >= 1 - d`` gives ``G >= a_k``; an upper band ``b_j``
-with ``P(U_(j) <= b_j for all j) >= 1 - d`` gives ``G <= b_{k+1}``. Three bands are offered:
+with ``P(U_(j) <= b_j for all j) >= 1 - d`` gives ``G <= b_{k+1}``. Four bands are offered:
+
+* ``"exact"`` (default): the equal-local-level band (Beta quantiles at one local level
+  ``alpha`` for every rank) whose simultaneous coverage is *computed* by the recursion of
+  :mod:`thors_stream._band` and calibrated to ``[1 - d, 1 - 0.99 d]``; with ``sides=2`` both
+  sides hold at once with probability ``1 - d``. Classes above :data:`EXACT_MAX_N` events use
+  ``"hybrid"``.
 
 * ``"dkw"``: one-sided DKW with Massart's constant, ``a_k = k/n - e``, ``b_j = (j-1)/n + e``,
   ``e = sqrt(log(1/d) / (2n))`` (Massart 1990; valid for ``d <= 1/2``, larger ``d`` is
   treated as ``1/2``).
 * ``"bonferroni"``: Beta quantiles with a union bound over the ``n`` ranks,
   ``a_k = BetaInv(d/n; k, n-k+1)``, ``b_j = BetaInv(1 - d/n; j, n-j+1)``.
-* ``"hybrid"`` (default): the tighter of the two with ``d/2`` each (union bound), i.e.
+* ``"hybrid"`` (the default before ``"exact"``): the tighter of the two with ``d/2`` each (union bound), i.e.
   ``a_k = max(BetaInv(d/(2n); k, n-k+1), k/n - sqrt(log(2/d)/(2n)))`` and likewise for
   ``b``. Near-Beta width for small rates, near-DKW width in the middle.
 
@@ -50,8 +56,12 @@ lie inside their bounds, the realised cost of ``n_test`` events is dominated by 
 inequality (``cost_upper``) or computed exactly (``cost_upper_exact``: the sum is
 ``small * M + (big - small) * X`` with ``M ~ Bin(n_test, b)``, ``X | M ~ Bin(M, a/b)``; its CDF
 is an exact finite sum, the quantile is found by bisection). The failure probability
-``1 - confidence`` is split *equally and in advance* between the one-sided statements each
-bound uses (never depending on the data, which would void the union bound):
+``1 - confidence`` is split *equally and in advance* between the statements each bound uses
+(never depending on the data). With ``method="exact"`` the statements are independent given
+the labels (each band depends on one class's scores, the prior's interval on the labels, the
+test draw on nothing else), so each of ``m`` gets ``1 - (1 - delta)^(1/m)`` and the cost
+interval uses one two-sided band per class (``m`` = 2, [3]); the other methods use the union
+bound below (``delta / m`` each, four one-sided rate statements for the interval):
 
 ===================== ============================================ =============
 bound                 statements (each gets ``d / m``)             ``m``
@@ -93,7 +103,8 @@ from ._validation import check_class_prior, check_open_unit
 
 __all__ = ["CostInterval", "ThresholdBounds", "threshold_bounds"]
 
-METHODS = ("hybrid", "dkw", "bonferroni")
+METHODS = ("exact", "hybrid", "dkw", "bonferroni")
+EXACT_MAX_N = 5_000  # classes larger than this use the hybrid band under method="exact" (the level costs > 50 ms)
 _TRUNC = 1e-15  # probability mass neglected (conservatively) in the exact quantile
 
 
@@ -205,7 +216,7 @@ def check_n_test(n_test: Any) -> int | None:
 
 
 def check_method(method: Any) -> str:
-    """Return ``method`` if it names a band (``"hybrid"``, ``"dkw"``, ``"bonferroni"``)."""
+    """Return ``method`` if it names a band (``"exact"``, ``"hybrid"``, ``"dkw"``, ``"bonferroni"``)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     return str(method)
@@ -216,21 +227,57 @@ def _f(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def cdf_lower(k: Any, n: Any, delta: Any, method: str = "hybrid") -> np.ndarray:
+def _exact_band(k: np.ndarray, n: np.ndarray, delta: np.ndarray, sides: int, upper: bool) -> np.ndarray:
+    """The calibrated equal-local-level band (:mod:`thors_stream._band`) at ``k`` (lower: ``a_k``)
+    or ``k + 1`` (upper: ``b_{k+1}``), one level per distinct ``(n, delta)``; classes above
+    :data:`EXACT_MAX_N` events get the hybrid band (Bonferroni-Beta and DKW, each with half of
+    ``delta / sides`` per side: valid, slightly wider). Inputs broadcast, ``0 < k <= n``
+    (lower) or ``0 <= k < n`` (upper) where it matters."""
+    from ._band import band_level, ell_lower, ell_upper
+
+    out = np.empty(k.shape)
+    flat_n, flat_d = n.reshape(-1), delta.reshape(-1)
+    pairs = np.unique(np.stack([flat_n, flat_d], axis=1), axis=0)
+    for nv, dv in pairs.tolist():
+        sel = (n == nv) & (delta == dv)
+        kk = k[sel]
+        ni = int(nv)
+        if ni < 1:
+            out[sel] = 1.0 if upper else 0.0
+        elif ni > EXACT_MAX_N:
+            d = dv / sides
+            out[sel] = (cdf_upper(kk, nv, d, "hybrid") if upper else cdf_lower(kk, nv, d, "hybrid"))
+        else:
+            alpha = band_level(ni, float(dv), sides)
+            ki = kk.astype(np.int64)
+            out[sel] = ell_upper(ki + 1, ni, alpha) if upper else ell_lower(ki, ni, alpha)
+    return out
+
+
+def cdf_lower(k: Any, n: Any, delta: Any, method: str = "exact", sides: int = 1) -> np.ndarray:
     """Simultaneous lower confidence bound on a class's CDF at the threshold.
 
     ``k`` of the class's ``n`` scores are ``<= t``; returns ``a_k`` with
     ``P(F(t) >= a_k for every t at once) >= 1 - delta`` (``a_0 = 0``; ``n = 0`` gives 0).
+    ``method="exact"`` (default): the equal-local-level band whose simultaneous coverage is
+    computed exactly and calibrated to ``1 - delta``; with ``sides=2`` it is the lower side of
+    the two-sided band whose *both* sides hold at once with probability ``1 - delta``
+    (:func:`cdf_upper` with the same arguments gives the other side).
     ``method="pointwise"`` is the paper's fixed-rank quantile ``BetaInv(delta; k, n-k+1)``,
     not simultaneous. Vectorised over all arguments; O(1) per element.
 
     >>> round(float(cdf_lower(50, 100, 0.05)), 4), round(float(cdf_lower(50, 100, 0.05, "pointwise")), 4)
-    (0.3642, 0.4136)
+    (0.3577, 0.4136)
+    >>> round(float(cdf_lower(5, 100, 0.05)), 4), round(float(cdf_lower(5, 100, 0.05, "hybrid")), 4)
+    (0.0092, 0.0055)
     """
     k, n, delta = np.broadcast_arrays(_f(k), _f(n), _f(delta))
     ok = (k > 0) & (n > 0)
     kk, nn = np.where(ok, k, 1.0), np.where(ok, n, 1.0)
-    if method == "pointwise":
+    a: Any
+    if method == "exact":
+        a = _exact_band(kk, nn, delta, sides, upper=False)
+    elif method == "pointwise":
         a = stats.beta.ppf(delta, kk, nn - kk + 1)
     elif method == "bonferroni":
         a = stats.beta.ppf(delta / nn, kk, nn - kk + 1)
@@ -246,20 +293,24 @@ def cdf_lower(k: Any, n: Any, delta: Any, method: str = "hybrid") -> np.ndarray:
     return np.where(ok, np.clip(a, 0.0, 1.0), 0.0)
 
 
-def cdf_upper(k: Any, n: Any, delta: Any, method: str = "hybrid") -> np.ndarray:
+def cdf_upper(k: Any, n: Any, delta: Any, method: str = "exact", sides: int = 1) -> np.ndarray:
     """Simultaneous upper confidence bound on a class's CDF at the threshold.
 
     ``k`` of the class's ``n`` scores are ``<= t``; returns ``b_{k+1}`` with
     ``P(F(t) <= b_{k+1} for every t at once) >= 1 - delta`` (``k = n`` or ``n = 0`` gives 1).
+    ``method``, ``sides``: as in :func:`cdf_lower`.
     ``method="pointwise"``: the paper's ``BetaInv(1 - delta; k+1, n-k)``. O(1) per element.
 
     >>> round(float(cdf_upper(50, 100, 0.05)), 4), float(cdf_upper(100, 100, 0.05))
-    (0.6358, 1.0)
+    (0.6423, 1.0)
     """
     k, n, delta = np.broadcast_arrays(_f(k), _f(n), _f(delta))
     ok = (k < n) & (n > 0)
     j, nn = np.where(ok, k + 1, 1.0), np.where(ok, n, 1.0)
-    if method == "pointwise":
+    b: Any
+    if method == "exact":
+        b = _exact_band(j - 1, nn, delta, sides, upper=True)
+    elif method == "pointwise":
         b = stats.beta.ppf(1 - delta, j, nn - j + 1)
     elif method == "bonferroni":
         b = stats.beta.isf(delta / nn, j, nn - j + 1)
@@ -283,12 +334,15 @@ def _prior_interval(c1: np.ndarray, n: np.ndarray, delta: np.ndarray) -> tuple[n
 
 
 # --------------------------------------------------------------------------- cost pieces
-def _risk_extreme(p_lo, p_hi, fn, fp, r1, r0, fun):
+def _risk_extreme(p_lo: np.ndarray, p_hi: np.ndarray, fn: float, fp: float, r1: np.ndarray, r0: np.ndarray,
+                  fun: Any) -> np.ndarray:
     """max/min over the prior interval of ``pi*fn*r1 + (1-pi)*fp*r0`` (linear in pi)."""
-    return fun(p_lo * fn * r1 + (1 - p_lo) * fp * r0, p_hi * fn * r1 + (1 - p_hi) * fp * r0)
+    out: np.ndarray = fun(p_lo * fn * r1 + (1 - p_lo) * fp * r0, p_hi * fn * r1 + (1 - p_hi) * fp * r0)
+    return out
 
 
-def _dominating(p_lo, p_hi, fn, fp, u1, u0):
+def _dominating(p_lo: np.ndarray, p_hi: np.ndarray, fn: float, fp: float, u1: np.ndarray,
+                u0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Tail probabilities ``a = P(c >= big)``, ``b = P(c > 0)`` of the dominating 3-point law."""
     if fn >= fp:
         a = np.maximum(p_lo * u1, p_hi * u1)
@@ -316,7 +370,8 @@ def bernstein_quantile(n: int, a: Any, b: Any, big: float, small: float, delta: 
     m = np.maximum(big - mu, 0.0)
     L = np.log(1.0 / delta)
     t = m * L / 3 + np.sqrt((m * L / 3) ** 2 + 2 * n * v * L)
-    return np.minimum(n * mu + t, n * big)
+    q: np.ndarray = np.minimum(n * mu + t, n * big)
+    return q
 
 
 def exact_quantile(
@@ -372,7 +427,8 @@ def exact_quantile(
             ok = x >= 0
             xi = np.clip(x, 0, m)
             cond = np.where(ok, special.bdtr(xi, m, rr), 0.0)
-            return np.sum(pm * cond, axis=1)
+            tot: np.ndarray = np.sum(pm * cond, axis=1)
+            return tot
 
         lo_c = np.zeros(idx.size)
         hi_c = hi[idx].copy()
@@ -389,11 +445,12 @@ def exact_quantile(
         snap = np.max(np.where(valid & (x >= 0), small * m + d * x, -np.inf), axis=1)
         snapped = np.where(np.isfinite(snap) & (cdf(np.maximum(snap, 0.0)) >= target), snap, hi_c)
         out[idx] = np.where(good, snapped, hi[idx])
-    return np.minimum(out, hi).reshape(shape)
+    res: np.ndarray = np.minimum(out, hi).reshape(shape)
+    return res
 
 
 # --------------------------------------------------------------------------- core
-def _paper_eps(n_test: int, c0, c1, ck0, ck1, delta) -> np.ndarray:
+def _paper_eps(n_test: int, c0: Any, c1: Any, ck0: Any, ck1: Any, delta: Any) -> np.ndarray:
     """Theorem 5: the smallest eps >= 0 with ``n_te * sum of its four exp terms <= delta``."""
     c0, c1, ck0, ck1, delta = np.broadcast_arrays(_f(c0), _f(c1), _f(ck0), _f(ck1), _f(delta))
     s0, s1 = np.maximum(c0, 1.0), np.maximum(c1, 1.0)
@@ -413,13 +470,14 @@ def _paper_eps(n_test: int, c0, c1, ck0, ck1, delta) -> np.ndarray:
         mid = 0.5 * (lo + hi)
         ok = fail(mid) <= delta
         hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
-    return np.where(fail(lo) <= delta, lo, hi)
+    eps: np.ndarray = np.where(fail(lo) <= delta, lo, hi)
+    return eps
 
 
 def bounds_arrays(
     count0: Any, count1: Any, count_k0: Any, count_k1: Any, *, fn_cost: float, fp_cost: float,
     confidence: float = 0.95, n_test: int | None = None, class_prior: float | None = None,
-    method: str = "hybrid",
+    method: str = "exact",
 ) -> dict[str, np.ndarray]:
     """Every bound of :class:`ThresholdBounds`, vectorised over arrays of counts.
 
@@ -432,7 +490,7 @@ def bounds_arrays(
 
     >>> out = bounds_arrays([90, 900], [10, 100], [60, 600], [2, 20], fn_cost=5, fp_cost=1)
     >>> out["fpr_upper"].round(3).tolist(), out["fnr_upper"].round(3).tolist()
-    ([0.476, 0.379], [0.629, 0.336])
+    ([0.485, 0.382], [0.624, 0.333])
     """
     conf = check_confidence(confidence)
     n_te = check_n_test(n_test)
@@ -450,9 +508,17 @@ def bounds_arrays(
     out["fpr"], out["fnr"] = emp_fpr, emp_fnr
     out["class_prior"] = np.full(c0.shape, prior) if known else c1 / n
 
-    def rates(d: float, meth: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        return (1 - cdf_upper(ck0, c0, d, meth), 1 - cdf_lower(ck0, c0, d, meth),
-                cdf_lower(ck1, c1, d, meth), cdf_upper(ck1, c1, d, meth))
+    def rates(d: float, meth: str, sides: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return (1 - cdf_upper(ck0, c0, d, meth, sides), 1 - cdf_lower(ck0, c0, d, meth, sides),
+                cdf_lower(ck1, c1, d, meth, sides), cdf_upper(ck1, c1, d, meth, sides))
+
+    joint = method == "exact"
+
+    def share(m: int) -> float:
+        """Each of ``m`` statements' failure probability: with ``method="exact"`` they are
+        independent given the labels (one per class, the prior, the test draw), so the
+        product of their coverages is ``1 - delta``; otherwise a union bound (``delta / m``)."""
+        return -math.expm1(math.log1p(-delta) / m) if joint else delta / m
 
     def prior_iv(d: float) -> tuple[np.ndarray, np.ndarray]:
         if known:
@@ -465,21 +531,21 @@ def bounds_arrays(
      out["paper_fnr_lower"], out["paper_fnr_upper"]) = rates(delta, "pointwise")
 
     # expected cost per new event
-    d = delta / (2 + extra)
+    d = share(2 + extra)
     _, u0, _, u1 = rates(d, method)
     plo, phi = prior_iv(d)
     out["risk_upper"] = _risk_extreme(plo, phi, fn, fp, u1, u0, np.maximum)
     if n_te is None:
         return out
     out["expected_cost_upper"] = n_te * out["risk_upper"]
-    # interval for the expected cost of n_te events
-    d = delta / (4 + extra)
-    l0, u0, l1, u1 = rates(d, method)
+    # interval for the expected cost of n_te events: both sides of each class's band
+    d = share(2 + extra) if joint else delta / (4 + extra)
+    l0, u0, l1, u1 = rates(d, method, 2 if joint else 1)
     plo, phi = prior_iv(d)
     out["cost_interval_lower"] = n_te * _risk_extreme(plo, phi, fn, fp, l1, l0, np.minimum)
     out["cost_interval_upper"] = n_te * _risk_extreme(plo, phi, fn, fp, u1, u0, np.maximum)
     # realised cost of n_te events
-    d = delta / (3 + extra)
+    d = share(3 + extra)
     _, u0, _, u1 = rates(d, method)
     plo, phi = prior_iv(d)
     a, b = _dominating(plo, phi, fn, fp, u1, u0)
@@ -508,7 +574,7 @@ def bounds_arrays(
 
 def threshold_bounds(
     result: Any, confidence: float = 0.95, n_test: int | None = None, *,
-    class_prior: float | None = None, method: str = "hybrid",
+    class_prior: float | None = None, method: str = "exact",
 ) -> ThresholdBounds:
     """High-probability bounds on the true error rates and costs of a THORS threshold.
 
@@ -534,7 +600,8 @@ def threshold_bounds(
         result's ``class_prior`` if it has one, else estimated from the validation counts
         (with its own confidence term).
     method
-        Simultaneous band: ``"hybrid"`` (default), ``"dkw"`` or ``"bonferroni"``.
+        Simultaneous band: ``"exact"`` (default: calibrated to exactly ``1 - delta``, with
+        joint accounting), ``"hybrid"`` (the earlier default), ``"dkw"`` or ``"bonferroni"``.
 
     Raises
     ------
@@ -559,7 +626,7 @@ def threshold_bounds(
     >>> b.cost_upper_exact <= b.cost_upper
     True
     >>> round(b.fnr_upper, 3), round(b.cost_upper_exact)
-    (0.141, 637)
+    (0.127, 618)
     """
     conf = check_confidence(confidence)
     n_te = check_n_test(n_test)

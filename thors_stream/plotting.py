@@ -106,7 +106,7 @@ def plot_trajectory(
 def plot_validation_size(
     fpr: float, fnr: float, class_prior: float, *, fn_cost: float, fp_cost: float,
     multiples: Sequence[float] | None = None, confidence: float = 0.95, n_test: int = 1,
-    methods: Sequence[str] = ("hybrid", "paper"), label: str | None = None, ax: Any = None,
+    methods: Sequence[str] = ("exact", "paper"), label: str | None = None, ax: Any = None,
     **kw: Any,
 ) -> Any:
     """Validation size needed against the allowed cost bound, like the paper's Fig. 2/4/6.
