@@ -18,7 +18,8 @@ from oracle import brute_force
 from thors_stream import StreamingThors, thors_threshold
 from thors_stream._backend import available_backends
 from thors_stream._stream_np import _rank_table
-from thors_stream._stream_windows import _label, _seconds
+from thors_stream._stream_windows import _label
+from thors_stream._validation import check_time as _seconds
 from thors_stream.neyman_pearson import min_rank
 
 BACKENDS = available_backends()

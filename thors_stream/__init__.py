@@ -20,7 +20,7 @@ one that imports it back), lowest first:
 4. bounds (``_band``, ``bounds``, ``planner``);
 5. the result of a selection (``result``, ``plotting``);
 6. selection on rows (``neyman_pearson``);
-7. arrays and streams (``batch``; ``stream`` with its parts: the lock, windows and late labels,
+7. arrays and streams (``batch``; ``stream`` with its parts: the lock, the declared state, windows and late labels,
    the Neyman-Pearson read path, checkpoints and merging);
 8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
    ``metrics``);

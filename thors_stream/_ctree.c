@@ -295,10 +295,10 @@ static inline void clean(CTree *t) {
     }
 }
 
-/* Mark the aggregates on the recorded path stale (stopping where they already are:
-   a stale entry's ancestors are stale too). */
-static inline void mark_path(CTree *t) {
-    for (int l = t->height - 1; l >= 0; l--) {
+/* Mark the recorded path's entries stale from depth l up to the root (stopping where
+   they already are: a stale entry's ancestors are stale too). */
+static inline void mark_from(CTree *t, int l) {
+    for (; l >= 0; l--) {
         Inner *N = &t->inners[t->pnode[l]];
         uint64_t bit = BIT(t->pidx[l]);
         if (N->mask & bit) break;
@@ -307,25 +307,22 @@ static inline void mark_path(CTree *t) {
     t->root_dirty = 1;
 }
 
+/* Mark the aggregates on the whole recorded path stale. */
+static inline void mark_path(CTree *t) { mark_from(t, t->height - 1); }
+
 /* The leaf at the end of the recorded path changed: recompute its aggregate now, while
    it is in cache, and mark only the inner nodes above it stale (its parent's entry is
    fresh). A later clean() then touches no leaf, which halves the memory traffic of a
    batch of scattered updates. */
 static inline void settle_leaf(CTree *t, Leaf *L) {
-    if (t->height > 0) {
-        int l = t->height - 1;
+    int l = t->height - 1;
+    if (l >= 0) {
         Inner *P = &t->inners[t->pnode[l]];
         int32_t i = t->pidx[l];
         leaf_agg(t, L, &P->agg[i]);
         P->mask &= ~BIT(i);
-        for (l--; l >= 0; l--) {
-            Inner *N = &t->inners[t->pnode[l]];
-            uint64_t bit = BIT(t->pidx[l]);
-            if (N->mask & bit) break;
-            N->mask |= bit;
-        }
     }
-    t->root_dirty = 1;
+    mark_from(t, l - 1);
 }
 
 /* ------------------------------------------------------------------ descent */

@@ -24,6 +24,7 @@ import numpy as np
 from ._backend import export_rows
 from ._core import PyCore
 from ._stream_lock import _locked
+from ._stream_state import StreamState
 from .costs import class_coefficients
 from .neyman_pearson import NPInfeasibleError, fpr_tail, min_rank, np_constraint, np_threshold_from_rows
 from .result import ThresholdResult
@@ -53,23 +54,9 @@ def _rank_table(base: int, length: int, alpha: float, delta: float) -> np.ndarra
     return out
 
 
-class NPReadPart:
+class NPReadPart(StreamState):
     """The Neyman-Pearson reads of :class:`~thors_stream.StreamingThors` (see the module
     docstring)."""
-
-    # state set by StreamingThors.__init__ (declared for the type checker)
-    _tree: Any
-    _np_cache: tuple[Any, Any] | None
-    _np_constraints: dict[tuple[Any, ...], Any]
-    max_fpr: float | None
-    max_fnr: float | None
-    confidence: float
-    class_prior: float | None
-    fn_cost: float
-    fp_cost: float
-
-    _n: int
-    default_threshold: float | None
 
     def _np_indexed(self) -> bool:
         """Whether the core answers rank and range queries in O(log n) (the compiled one)."""

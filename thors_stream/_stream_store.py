@@ -31,6 +31,7 @@ from ._core import queue_of
 from ._ledger import WeightLedger
 from ._queue import CANCELLED
 from ._stream_lock import _locked
+from ._stream_state import StreamState
 from ._validation import MAX_WEIGHTED_COST
 
 __all__ = ["StorePart"]
@@ -38,39 +39,9 @@ __all__ = ["StorePart"]
 _S = TypeVar("_S", bound="StorePart")
 
 
-class StorePart:
+class StorePart(StreamState):
     """Checkpoints, pickling and merging of :class:`~thors_stream.StreamingThors` (see the
     module docstring)."""
-
-    # state set by StreamingThors.__init__ (declared for the type checker)
-    _tree: Any
-    _queue: Any
-    _ledger: Any
-    _late: Any
-    _last_t: float
-    _arrivals: int
-    _period_s: float | None
-    _load: int
-    _ring: int
-    _lock: Any
-    _wmax: float
-    _np_mode: bool
-    _plain: bool
-    window: int | None
-    period: Any
-    backend: str
-    fn_cost: float
-    fp_cost: float
-    class_prior: float | None
-    default_threshold: float | None
-    max_fpr: float | None
-    max_fnr: float | None
-    confidence: float
-    n_updates: int
-    _n: int
-
-    def _bind_fast_paths(self) -> None:  # pragma: no cover - StreamingThors defines it
-        raise NotImplementedError
 
     def _core_arrays(self) -> dict[str, Any]:
         """What the core holds, as arrays: per-score rows, their double-double low parts

@@ -11,7 +11,7 @@ them):
 - **no window**: every event is held until :meth:`~WindowsPart.revert` removes it; the
   weight ledger keeps the non-unit weights so that a revert is verified exactly.
 
-Times are seconds or ``datetime`` (a naive one is UTC); see :func:`_seconds`.
+Times are seconds or ``datetime`` (a naive one is UTC); see :func:`~thors_stream._validation.check_time`.
 
 >>> from thors_stream import StreamingThors
 >>> st = StreamingThors(fn_cost=1, fp_cost=1, period=10)
@@ -29,6 +29,7 @@ import numpy as np
 
 from ._queue import CANCELLED
 from ._stream_lock import _locked
+from ._stream_state import StreamState
 from ._validation import (
     check_label,
     check_labels,
@@ -53,32 +54,10 @@ def _label(y: Any) -> bool:
     return check_label(y) == 1
 
 
-def _seconds(value: Any, name: str) -> float:
-    """A time as seconds, by the package's one rule (:func:`~thors_stream._validation.check_time`):
-    a real number, a ``datetime`` (a naive one is UTC, as the CLI takes it, so the answer never
-    depends on ``TZ``), a ``timedelta``, a numpy ``datetime64``/``timedelta64``. Strings, bytes,
-    bools and ``None`` are a ``TypeError``; non-finite or too large values a ``ValueError``. O(1)."""
-    return check_time(value, name)
-
-
-class WindowsPart:
+class WindowsPart(StreamState):
     """The windows and late labels of :class:`~thors_stream.StreamingThors` (see the module
     docstring): ``update``, ``revert`` and ``update_many``, the slow (validating) paths
     behind the compiled core's fast ones."""
-
-    # state set by StreamingThors.__init__ (declared for the type checker)
-    _tree: Any
-    _queue: Any
-    _ledger: Any
-    _late: Any
-    _last_t: float
-    _arrivals: int
-    _period_s: float | None
-    _wmax: float
-    window: int | None
-    fn_cost: float
-    fp_cost: float
-    n_updates: int
 
     @_locked
     def update(self, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
@@ -98,7 +77,7 @@ class WindowsPart:
                 check_weighted_costs(w, self.fn_cost, self.fp_cost)
         if self._period_s is None:
             if t is not None:
-                _seconds(t, "t")  # validated, not used without a period
+                check_time(t, "t")  # validated, not used without a period
             # ---- hot path: one call into the core adds, queues and expires
             if self.window is not None:
                 self._tree.window_push(s, pos, w, self.window)
@@ -110,7 +89,7 @@ class WindowsPart:
             return
         if t is None:
             raise ValueError("t (the event time) is required when period is set")
-        tf = _seconds(t, "t")
+        tf = check_time(t, "t")
         if tf < self._last_t:
             self._add_late(s, pos, w, tf)
             self.n_updates += 1

@@ -45,13 +45,6 @@ def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
     return frozenset(params) - {"self", "x", "y"}
 
 
-def _seconds(t: Any) -> float:
-    """An event time as seconds, by the package's one rule
-    (:func:`~thors_stream._validation.check_time`: numbers, ``datetime`` with naive = UTC,
-    ``timedelta``, numpy ``datetime64``)."""
-    return check_time(t, "t")
-
-
 def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
     try:
         return bool(cached == x)
@@ -256,7 +249,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         thors = StreamingThors(
             fn_cost=fn_cost,
             fp_cost=fp_cost,
-            window=max(DEFAULT_WINDOWS) if auto or isinstance(window, str) else window,
+            window=max(DEFAULT_WINDOWS) if isinstance(window, str) else window,
             period=period,
             class_prior=class_prior,
             default_threshold=default_threshold,
@@ -522,7 +515,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             if t is None:
                 raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
                                  "or give ThorsClassifier(..., moment=<feature name or callable>)")
-            tf = _seconds(t)
+            tf = check_time(t, "t")
             if tf < self._last_t:
                 raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
         if key is not None:

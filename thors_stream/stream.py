@@ -25,8 +25,8 @@ from ._ledger import WeightLedger
 from ._stream_lock import _locked
 from ._stream_np import NPReadPart
 from ._stream_store import StorePart
-from ._stream_windows import WindowsPart, _seconds
-from ._validation import MAX_WEIGHTED_COST, check_class_prior, check_score
+from ._stream_windows import WindowsPart
+from ._validation import MAX_WEIGHTED_COST, check_class_prior, check_score, check_time
 from .costs import class_coefficients, resolve_costs
 from .neyman_pearson import NPInfeasibleError, check_np_params
 from .result import ThresholdResult
@@ -138,15 +138,14 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
             if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
                 raise ValueError(f"window must be a positive integer, got {window!r}")
             window = int(window)
-        if period is not None:
-            p = _seconds(period, "period")
-            if p <= 0:
-                raise ValueError(f"period must be > 0, got {period!r}")
+        period_s = None if period is None else check_time(period, "period")
+        if period_s is not None and period_s <= 0:
+            raise ValueError(f"period must be > 0, got {period!r}")
         if window is not None and period is not None:
             raise ValueError("give window or period, not both")
         self.window = window
         self.period = period
-        self._period_s = _seconds(period, "period") if period is not None else None
+        self._period_s = period_s
         self.class_prior = check_class_prior(class_prior)
         self.default_threshold = None if default_threshold is None else check_score(default_threshold)
         if isinstance(load, bool) or not isinstance(load, (int, np.integer)) or not 4 <= load <= 65536:
