@@ -40,9 +40,13 @@
 #endif
 #include <string.h>
 
+#ifndef LCAP
 #define LCAP 32
+#endif
 #define ICAP 32
+#ifndef LMIN
 #define LMIN 10
+#endif
 #define IMIN 10 /* a non-root inner node holds >= IMIN children */
 #define MAXH 24 /* height bound (far above what 2**31 keys need) */
 #define NIL (-1)
@@ -212,20 +216,42 @@ static inline void dd_add(double *hi, double *lo, double w) {
 /* ------------------------------------------------------------------ aggregates */
 
 static void leaf_agg(CTree *t, Leaf *L, Agg *g) {
-    /* branch-free: the running minimum and its position are selected, not branched on */
-    double a = t->a, b = t->b, acc = 0.0, best = INFINITY, W1 = 0.0, W0 = 0.0;
+    /* The leaf's keys in four consecutive quarters, summed side by side: four independent
+       dependency chains instead of one (the running minimum and its position are selected,
+       not branched on), then joined in key order. The result is a function of the leaf's
+       contents; every sum formed is a sum of consecutive keys' values, exact whenever those
+       are representable (see the module docstring). */
+    double a = t->a, b = t->b;
+    int32_t n = L->n, qs = (n + 3) >> 2;
+    double acc[4] = {0.0, 0.0, 0.0, 0.0}, best[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+    double W1[4] = {0.0, 0.0, 0.0, 0.0}, W0[4] = {0.0, 0.0, 0.0, 0.0};
+    int32_t bi[4] = {-1, -1, -1, -1};
+    for (int32_t j = 0; j < qs; j++)
+        for (int c = 0; c < 4; c++) {
+            /* slots past n (4 * qs <= LCAP) are read but masked out */
+            int32_t i = c * qs + j;
+            int in = i < n;
+            double x1 = in ? L->w1[i] : 0.0, x0 = in ? L->w0[i] : 0.0;
+            acc[c] += a * x1 - b * x0;
+            int lt = in & (acc[c] < best[c]);
+            best[c] = lt ? acc[c] : best[c];
+            bi[c] = lt ? i : bi[c];
+            W1[c] += x1; W0[c] += x0;
+        }
     uint64_t C1 = 0, C0 = 0;
-    int32_t bi = -1, n = L->n;
-    for (int32_t i = 0; i < n; i++) {
-        acc += a * L->w1[i] - b * L->w0[i];
-        int lt = acc < best;
-        best = lt ? acc : best;
-        bi = lt ? i : bi;
-        W1 += L->w1[i]; W0 += L->w0[i];
-        C1 += L->c1[i]; C0 += L->c0[i];
+    for (int32_t i = 0; i < n; i++) { C1 += L->c1[i]; C0 += L->c0[i]; }
+    double off = 0.0, gbest = INFINITY;
+    int32_t gbi = -1;
+    for (int c = 0; c < 4; c++) {
+        if (bi[c] >= 0) {
+            double p = off + best[c];
+            if (p < gbest) { gbest = p; gbi = bi[c]; }
+        }
+        off += acc[c];
     }
-    g->sum = acc; g->minp = best; g->argk = bi >= 0 ? L->key[bi] : NAN;
-    g->w1 = W1; g->w0 = W0; g->c1 = (double)C1; g->c0 = (double)C0;
+    g->sum = off; g->minp = gbest; g->argk = gbi >= 0 ? L->key[gbi] : NAN;
+    g->w1 = ((W1[0] + W1[1]) + W1[2]) + W1[3]; g->w0 = ((W0[0] + W0[1]) + W0[2]) + W0[3];
+    g->c1 = (double)C1; g->c0 = (double)C0;
 }
 
 static void inner_agg(Inner *N, Agg *g) {
@@ -353,6 +379,21 @@ static inline int32_t leaf_pos(const Leaf *L, double key) {
     return lo;
 }
 
+/* pos + the number of keys < key in L->key[pos..n): a branch-free count, two keys at a
+   time with SSE2 (for a leaf already in cache: no mispredicted branches). */
+static inline int32_t count_below(const Leaf *L, int32_t pos, double key) {
+    int32_t j = pos, n = L->n, i = pos;
+#if defined(__SSE2__)
+    __m128d k2 = _mm_set1_pd(key);
+    __m128i acc = _mm_setzero_si128();
+    for (; j + 1 < n; j += 2)
+        acc = _mm_sub_epi64(acc, _mm_castpd_si128(_mm_cmplt_pd(_mm_loadu_pd(L->key + j), k2)));
+    i += (int32_t)(_mm_cvtsi128_si64(acc) + _mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc)));
+#endif
+    for (; j < n; j++) i += L->key[j] < key;
+    return i;
+}
+
 /* Descend to the leaf for key, recording the path: pnode[l], pidx[l] for the inner
    node at depth l (0 = root) and the child taken there. */
 static int32_t descend(CTree *t, double key) {
@@ -377,7 +418,7 @@ typedef struct {
 } Finger;
 
 static int32_t finger_descend(CTree *t, Finger *f, double key, int record) {
-    int start = 0;
+    int start = 0, resume = 0;
     int32_t node = t->root;
     double lo = -INFINITY, hi = INFINITY;
     if (f->valid && f->gen == t->sgen) {
@@ -387,10 +428,19 @@ static int32_t finger_descend(CTree *t, Finger *f, double key, int record) {
             node = t->inners[f->node[l]].child[f->idx[l]];
             start = l + 1; lo = f->lo[l]; hi = f->hi[l];
         }
+        /* the node at depth start is the one the finger took there: for a key at or right
+           of the finger's child, scan its separators forward from that child */
+        resume = start < t->height && key >= f->lo[start];
     }
     for (int l = start; l < t->height; l++) {
         const Inner *N = &t->inners[node];
-        int32_t i = child_index(N, key);
+        int32_t i;
+        if (resume && l == start) {
+            i = f->idx[l];
+            while (i + 1 < N->n && N->sep[i + 1] <= key) i++;
+        } else {
+            i = child_index(N, key);
+        }
         double clo = i ? N->sep[i] : lo, chi = i + 1 < N->n ? N->sep[i + 1] : hi;
         f->node[l] = node; f->idx[l] = i; f->lo[l] = clo; f->hi[l] = chi;
         lo = clo; hi = chi;
@@ -793,6 +843,126 @@ static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw
     L->c1[pos] = (uint32_t)n1; L->c0[pos] = (uint32_t)n0;
     leaf_lo_set(t, L, pos, l1, l0);
     settle_leaf(t, L);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ sorted batches */
+
+/* The events u of one key's run, applied to that key's state (hi/lo weights, counts) as
+   upsert_leaf would apply them one by one: additions first, then removals (so counts
+   never dip below zero), each weight added exactly, a class whose count reaches zero
+   weighing exactly zero. Returns 0, or -1 with KeyError/ValueError set (nothing changed). */
+typedef struct {
+    double h1, l1, h0, l0;
+    int64_t c1, c0;
+} KeyState;
+
+static int run_state(KeyState *s, double key, const double *a1, const double *a0, const double *d1,
+                     const double *d0, Py_ssize_t q, Py_ssize_t r) {
+    for (int pass = 0; pass < 2; pass++)
+        for (Py_ssize_t u = q; u < r; u++) {
+            if ((d1[u] < 0 || d0[u] < 0) != pass) continue;
+            int64_t n1 = s->c1 + (int64_t)d1[u], n0 = s->c0 + (int64_t)d0[u];
+            if (n1 < 0 || n0 < 0) { key_error(key); return -1; }
+            if (n1 > UINT32_MAX || n0 > UINT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+                return -1;
+            }
+            if (s->c1 + s->c0 == 0 && n1 + n0 == 0) continue; /* nothing held, nothing added */
+            if (n1 == 0) { s->h1 = 0.0; s->l1 = 0.0; } else if (a1[u] != 0.0) dd_add(&s->h1, &s->l1, a1[u]);
+            if (n0 == 0) { s->h0 = 0.0; s->l0 = 0.0; } else if (a0[u] != 0.0) dd_add(&s->h0, &s->l0, a0[u]);
+            s->c1 = n1; s->c0 = n0;
+        }
+    return 0;
+}
+
+/* The events of one key, one upsert each, in run_state's order (the structural path). */
+static int run_upserts(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
+                       const double *d0, Py_ssize_t q, Py_ssize_t r) {
+    for (int pass = 0; pass < 2; pass++)
+        for (Py_ssize_t u = q; u < r; u++) {
+            if ((d1[u] < 0 || d0[u] < 0) != pass) continue;
+            if (upsert(t, k[u], a1[u], a0[u], (int64_t)d1[u], (int64_t)d0[u]) < 0) return -1;
+        }
+    return 0;
+}
+
+/* Apply per-event changes sorted by key (keys may repeat): the same end state as one
+   upsert per event in this order, additions before removals at each key.
+
+   The keys that fall in one leaf are applied to it in place, one pass over the leaf, and
+   its aggregate is recomputed once while it is in cache; only a change of the tree's shape
+   (a full leaf that must take a new key) goes through the one-event path. A second finger
+   runs AHEAD events in front and prefetches their leaves, so the cache misses of scattered
+   leaves overlap. O(m log_B n) worst case, O(m + touched leaves * B) when the keys are
+   dense. Returns 0, or -1 with an exception set (removals must be of held events: a
+   violation raises KeyError part way, after the keys before it were applied). */
+static int apply_runs(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
+                      const double *d0, Py_ssize_t m) {
+#ifndef RUN_AHEAD
+#define RUN_AHEAD 8
+#endif
+    enum { AHEAD = RUN_AHEAD };
+    Finger ahead = {0}, at = {0};
+    Py_ssize_t qa = 0; /* next event whose leaf the prefetching finger loads */
+    for (; qa < m && qa < AHEAD; qa++) prefetch_leaf(t, finger_descend(t, &ahead, k[qa], 0));
+    Py_ssize_t q = 0;
+    while (q < m) {
+        if (reserve(t, t->height + 3) < 0) return -1;
+        int32_t leaf = finger_descend(t, &at, k[q], 1);
+        double hi = t->height ? at.hi[t->height - 1] : INFINITY;
+        Leaf *L = &t->leaves[leaf];
+        int32_t pos = 0;
+        int changed = 0, structural = 0, failed = 0;
+        while (q < m && k[q] < hi) {
+            for (; qa < m && qa < q + AHEAD; qa++) prefetch_leaf(t, finger_descend(t, &ahead, k[qa], 0));
+            double key = k[q];
+            Py_ssize_t r = q + 1;
+            while (r < m && k[r] == key) r++;
+            /* the key's slot: keys are sorted, so count right of the previous one */
+            pos = count_below(L, pos, key);
+            int exists = pos < L->n && L->key[pos] == key;
+            KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
+            if (exists) {
+                s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = L->c1[pos]; s.c0 = L->c0[pos];
+                leaf_lo_get(t, L, pos, &s.l1, &s.l0);
+            }
+            if (run_state(&s, key, a1, a0, d1, d0, q, r) < 0) { failed = 1; break; }
+            int keep = s.c1 + s.c0 > 0;
+            if (keep && !exists && L->n == LCAP) { structural = 1; break; } /* the one-event path */
+            if (keep) {
+                if (!exists) { leaf_open(t, L, pos); L->key[pos] = key; t->n_keys++; }
+                L->w1[pos] = s.h1; L->w0[pos] = s.h0;
+                L->c1[pos] = (uint32_t)s.c1; L->c0[pos] = (uint32_t)s.c0;
+                leaf_lo_set(t, L, pos, s.l1, s.l0);
+                pos++;
+                changed = 1;
+            } else if (exists) {
+                leaf_close(t, L, pos);
+                t->n_keys--;
+                changed = 1;
+            }
+            q = r;
+        }
+        if (changed) {
+            t->version++;
+            if (t->height > 0 && L->n < LMIN) {
+                t->sgen++;
+                mark_path(t);
+                rebalance(t, t->height - 1);
+                collapse_root(t);
+            } else {
+                settle_leaf(t, L);
+            }
+        }
+        if (failed) return -1;
+        if (structural) {
+            Py_ssize_t r = q + 1;
+            while (r < m && k[r] == k[q]) r++;
+            if (run_upserts(t, k, a1, a0, d1, d0, q, r) < 0) return -1;
+            q = r;
+        }
+    }
     return 0;
 }
 
@@ -1304,24 +1474,33 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     const int32_t FILL = LCAP * 7 / 8;
     Py_ssize_t nl = n ? (n + FILL - 1) / FILL : 1;
     if (nl > INT32_MAX / 4) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
-    /* allocate fresh arenas first (the old tree stays valid on failure) */
-    Leaf *leaves = PyMem_Malloc((size_t)(nl + 16) * sizeof(Leaf));
+    /* the rows are a copy: the arenas are reused (grown first when too small; a failed
+       realloc leaves the old block and so the old tree intact), so a rebuild touches no
+       fresh pages */
     Py_ssize_t ni_max = nl / (ICAP * 7 / 8 - 1) + 2 * MAXH; /* every inner level, rounded up */
-    Inner *inners = PyMem_Malloc((size_t)ni_max * sizeof(Inner));
-    int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
-    double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
     int nlo = 0;
     for (Py_ssize_t i = 0; i < n; i++) nlo += (l1[i] != 0.0 || l0[i] != 0.0);
-    LoBlock *los = PyMem_Malloc((size_t)(nlo + 16) * sizeof(LoBlock));
-    if (!leaves || !inners || !level || !lsep || !los) {
-        PyMem_Free(leaves); PyMem_Free(inners); PyMem_Free(level); PyMem_Free(lsep); PyMem_Free(los);
-        PyErr_NoMemory();
-        return -1;
+    int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
+    double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
+    if (!level || !lsep) goto nomem;
+    if (t->lcap < nl + 16 || t->lcap / 4 > nl + 16) { /* grown, or shrunk when far too big */
+        Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
+        if (!p) goto nomem;
+        t->leaves = p; t->lcap = (int32_t)(nl + 16);
     }
-    PyMem_Free(t->leaves); PyMem_Free(t->inners); PyMem_Free(t->los);
-    t->leaves = leaves; t->lcap = (int32_t)(nl + 16); t->lused = 0; t->lfree = NIL; t->nleaves = 0;
-    t->inners = inners; t->icap = (int32_t)ni_max; t->iused = 0; t->ifree = NIL; t->ninners = 0;
-    t->los = los; t->ocap = nlo + 16; t->oused = 0; t->ofree = NIL; t->nlos = 0;
+    if (t->icap < ni_max || t->icap / 4 > ni_max) {
+        Inner *p = PyMem_Realloc(t->inners, (size_t)ni_max * sizeof(Inner));
+        if (!p) goto nomem;
+        t->inners = p; t->icap = (int32_t)ni_max;
+    }
+    if (t->ocap < nlo + 16 || t->ocap / 4 > nlo + 16) {
+        LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
+        if (!p) goto nomem;
+        t->los = p; t->ocap = nlo + 16;
+    }
+    t->lused = 0; t->lfree = NIL; t->nleaves = 0;
+    t->iused = 0; t->ifree = NIL; t->ninners = 0;
+    t->oused = 0; t->ofree = NIL; t->nlos = 0;
     /* leaves: spread n keys evenly over nl leaves */
     Py_ssize_t q = 0;
     for (Py_ssize_t j = 0; j < nl; j++) {
@@ -1364,17 +1543,80 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     PyMem_Free(level); PyMem_Free(lsep);
     refresh_all(t, t->root, t->height);
     return 0;
+nomem:
+    PyMem_Free(level); PyMem_Free(lsep);
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Apply per-event (or per-key) changes sorted by key (keys may repeat): small batches
+   leaf by leaf (apply_runs), large ones (next to the tree) by merging them into the sorted
+   export and rebuilding, O(n + m). Returns 0, or -1 with an exception set. */
+static int apply_sorted_impl(CTree *self, const double *k, const double *a1, const double *a0, const double *d1,
+                             const double *d0, Py_ssize_t m) {
+    Py_ssize_t n = self->n_keys;
+    if (!(m > 64 && m * 16 > n)) return apply_runs(self, k, a1, a0, d1, d0, m);
+    int rc = -1;
+    double *ex = NULL;
+    {
+        /* merge the sorted deltas into the sorted export and rebuild: O(n + m) */
+        Py_ssize_t cap = n + m;
+        ex = PyMem_Malloc((size_t)(cap ? cap : 1) * 7 * sizeof(double));
+        if (!ex) { PyErr_NoMemory(); goto out; }
+        double *K = ex, *H1 = ex + cap, *L1 = ex + 2 * cap, *H0 = ex + 3 * cap, *L0 = ex + 4 * cap,
+               *C1 = ex + 5 * cap, *C0 = ex + 6 * cap;
+        Py_ssize_t o = 0, j = 0;
+        Walk wk;
+        int32_t leaf = walk_first(&wk, self);
+        int32_t i = 0;
+        for (;;) {
+            while (leaf != NIL && i >= self->leaves[leaf].n) { leaf = walk_next(&wk); i = 0; }
+            double tk = leaf != NIL ? self->leaves[leaf].key[i] : INFINITY;
+            int have_tree = leaf != NIL;
+            if (!have_tree && j >= m) break;
+            double key = have_tree && (j >= m || tk <= k[j]) ? tk : k[j];
+            double h1 = 0, l1 = 0, h0 = 0, l0 = 0, c1 = 0, c0 = 0;
+            if (have_tree && tk == key) {
+                Leaf *L = &self->leaves[leaf];
+                h1 = L->w1[i]; h0 = L->w0[i]; c1 = L->c1[i]; c0 = L->c0[i];
+                leaf_lo_get(self, L, i, &l1, &l0);
+                i++;
+            }
+            for (; j < m && k[j] == key; j++) {
+                c1 += d1[j]; c0 += d0[j];
+                if (a1[j] != 0.0) dd_add(&h1, &l1, a1[j]);
+                if (a0[j] != 0.0) dd_add(&h0, &l0, a0[j]);
+            }
+            if (c1 < 0 || c0 < 0) {
+                key_error(key);
+                goto out;
+            }
+            if (c1 > 4294967295.0 || c0 > 4294967295.0) {
+                PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+                goto out;
+            }
+            if (c1 + c0 == 0) continue;
+            if (c1 == 0) h1 = l1 = 0.0;
+            if (c0 == 0) h0 = l0 = 0.0;
+            K[o] = key; H1[o] = h1; L1[o] = l1; H0[o] = h0; L0[o] = l0; C1[o] = c1; C0[o] = c0;
+            o++;
+        }
+        if (build_from(self, K, H1, L1, H0, L0, C1, C0, o) < 0) goto out;
+        self->version++;
+    }
+    rc = 0;
+out:
+    PyMem_Free(ex);
+    return rc;
 }
 
 /* apply_sorted(keys, dw1, dw0, dc1, dc0): per-event (or per-key) deltas sorted by key
-   (keys may repeat); five float64 buffers of one length. Small batches go through
-   upserts (leaves prefetched ahead); large ones (next to the tree) rebuild it in
-   O(n + m). Internal: removals must be of held events. */
+   (keys may repeat); five float64 buffers of one length. Internal: removals must be of
+   held events. */
 static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
     Py_buffer bufs[5];
     int got = 0;
     PyObject *res = NULL;
-    double *ex = NULL;
     if (PyTuple_GET_SIZE(args) != 5) { PyErr_SetString(PyExc_TypeError, "apply_sorted takes 5 arrays"); return NULL; }
     for (; got < 5; got++) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &bufs[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
@@ -1385,7 +1627,7 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
         }
     }
     {
-        Py_ssize_t m = bufs[0].len / 8, n = self->n_keys;
+        Py_ssize_t m = bufs[0].len / 8;
         double *k = bufs[0].buf, *a1 = bufs[1].buf, *a0 = bufs[2].buf, *d1 = bufs[3].buf, *d0 = bufs[4].buf;
         for (Py_ssize_t q = 0; q < m; q++) {
             if (!(k[q] == k[q]) || (q && k[q] < k[q - 1]) || d1[q] != floor(d1[q]) || d0[q] != floor(d0[q]) ||
@@ -1394,77 +1636,176 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
                 goto done;
             }
         }
-        if (m > 64 && m * 16 > n) {
-            /* merge the sorted deltas into the sorted export and rebuild: O(n + m) */
-            Py_ssize_t cap = n + m;
-            ex = PyMem_Malloc((size_t)(cap ? cap : 1) * 7 * sizeof(double));
-            if (!ex) { PyErr_NoMemory(); goto done; }
-            double *K = ex, *H1 = ex + cap, *L1 = ex + 2 * cap, *H0 = ex + 3 * cap, *L0 = ex + 4 * cap,
-                   *C1 = ex + 5 * cap, *C0 = ex + 6 * cap;
-            Py_ssize_t o = 0, j = 0;
-            Walk wk;
-            int32_t leaf = walk_first(&wk, self);
-            int32_t i = 0;
-            for (;;) {
-                while (leaf != NIL && i >= self->leaves[leaf].n) { leaf = walk_next(&wk); i = 0; }
-                double tk = leaf != NIL ? self->leaves[leaf].key[i] : INFINITY;
-                int have_tree = leaf != NIL;
-                if (!have_tree && j >= m) break;
-                double key = have_tree && (j >= m || tk <= k[j]) ? tk : k[j];
-                double h1 = 0, l1 = 0, h0 = 0, l0 = 0, c1 = 0, c0 = 0;
-                if (have_tree && tk == key) {
-                    Leaf *L = &self->leaves[leaf];
-                    h1 = L->w1[i]; h0 = L->w0[i]; c1 = L->c1[i]; c0 = L->c0[i];
-                    leaf_lo_get(self, L, i, &l1, &l0);
-                    i++;
-                }
-                for (; j < m && k[j] == key; j++) {
-                    c1 += d1[j]; c0 += d0[j];
-                    if (a1[j] != 0.0) dd_add(&h1, &l1, a1[j]);
-                    if (a0[j] != 0.0) dd_add(&h0, &l0, a0[j]);
-                }
-                if (c1 < 0 || c0 < 0) {
-                    key_error(key);
-                    goto done;
-                }
-                if (c1 > 4294967295.0 || c0 > 4294967295.0) {
-                    PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
-                    goto done;
-                }
-                if (c1 + c0 == 0) continue;
-                if (c1 == 0) h1 = l1 = 0.0;
-                if (c0 == 0) h0 = l0 = 0.0;
-                K[o] = key; H1[o] = h1; L1[o] = l1; H0[o] = h0; L0[o] = l0; C1[o] = c1; C0[o] = c0;
-                o++;
-            }
-            if (build_from(self, K, H1, L1, H0, L0, C1, C0, o) < 0) goto done;
-            self->version++;
-        } else {
-            /* removals are of held events (the caller's guarantee: StreamingThors passes
-               what its queue held); a violation raises KeyError part way */
-            const Py_ssize_t AHEAD = 8;
-            Finger ahead = {0}, at = {0}; /* the prefetching descent runs AHEAD keys in front */
-            for (Py_ssize_t q = 0; q < m && q < AHEAD; q++) prefetch_leaf(self, finger_descend(self, &ahead, k[q], 0));
-            for (Py_ssize_t q = 0; q < m;) {
-                /* per key: apply additions before removals so counts never dip below zero */
-                if (q + AHEAD < m) prefetch_leaf(self, finger_descend(self, &ahead, k[q + AHEAD], 0));
-                Py_ssize_t r = q;
-                while (r < m && k[r] == k[q]) r++;
-                for (int pass = 0; pass < 2; pass++)
-                    for (Py_ssize_t u = q; u < r; u++) {
-                        int neg = d1[u] < 0 || d0[u] < 0;
-                        if (neg != pass) continue;
-                        int32_t leaf = finger_descend(self, &at, k[u], 1);
-                        if (upsert_leaf(self, leaf, k[u], a1[u], a0[u], (int64_t)d1[u], (int64_t)d0[u]) < 0) goto done;
-                    }
-                q = r;
-            }
-        }
+        if (apply_sorted_impl(self, k, a1, a0, d1, d0, m) < 0) goto done;
     }
     res = Py_None; Py_INCREF(res);
 done:
-    PyMem_Free(ex);
     for (int q = 0; q < got; q++) PyBuffer_Release(&bufs[q]);
+    return res;
+}
+
+/* Sortable bits of a double (ascending as the double; -0.0 just below +0.0). */
+static inline uint64_t sort_bits(double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return (u >> 63) ? ~u : u | ((uint64_t)1 << 63);
+}
+
+/* order[0..m) = the positions of key[0..m) in ascending key order: LSD radix sort on 11-bit
+   digits (six passes at most, a pass skipped when all keys share its digit). O(m) time,
+   24 bytes per key of scratch. Returns 0, or -1 with MemoryError set. */
+static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
+    if (m <= 32) { /* insertion sort */
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint32_t v = (uint32_t)i;
+            Py_ssize_t j = i;
+            while (j > 0 && key[order[j - 1]] > key[v]) { order[j] = order[j - 1]; j--; }
+            order[j] = v;
+        }
+        return 0;
+    }
+    uint64_t *kb = PyMem_Malloc((size_t)m * 2 * sizeof(uint64_t));
+    uint32_t *o2 = PyMem_Malloc((size_t)m * sizeof(uint32_t));
+    uint32_t (*hist)[2048] = PyMem_Calloc(6, sizeof *hist);
+    if (!kb || !o2 || !hist) { PyMem_Free(kb); PyMem_Free(o2); PyMem_Free(hist); PyErr_NoMemory(); return -1; }
+    uint64_t *k1 = kb, *k2 = kb + m;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t b = sort_bits(key[i]);
+        k1[i] = b; order[i] = (uint32_t)i;
+        for (int p = 0; p < 6; p++) hist[p][(b >> (11 * p)) & 2047]++;
+    }
+    uint32_t *src = order, *dst = o2;
+    for (int p = 0; p < 6; p++) {
+        int sh = 11 * p;
+        if (hist[p][(k1[0] >> sh) & 2047] == (uint32_t)m) continue; /* one digit: nothing to move */
+        uint32_t s = 0;
+        for (int d = 0; d < 2048; d++) { uint32_t c = hist[p][d]; hist[p][d] = s; s += c; }
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint32_t at = hist[p][(k1[i] >> sh) & 2047]++;
+            k2[at] = k1[i]; dst[at] = src[i];
+        }
+        uint64_t *tk = k1; k1 = k2; k2 = tk;
+        uint32_t *to = src; src = dst; dst = to;
+    }
+    if (src != order) memcpy(order, src, (size_t)m * sizeof(uint32_t));
+    PyMem_Free(kb); PyMem_Free(o2); PyMem_Free(hist);
+    return 0;
+}
+
+/* Apply m events (key, is_pos, w, sign +1 add / -1 remove) given in any order: sorted
+   here (radix_order), then applied by apply_sorted_impl. */
+static int apply_events(CTree *t, const double *key, const uint8_t *y, const double *w, const int8_t *sign,
+                        Py_ssize_t m) {
+    if (m == 0) return 0;
+    if (m > (Py_ssize_t)UINT32_MAX) { PyErr_SetString(PyExc_MemoryError, "batch too large"); return -1; }
+    uint32_t *order = PyMem_Malloc((size_t)m * sizeof(uint32_t));
+    double *buf = PyMem_Malloc((size_t)m * 5 * sizeof(double));
+    int rc = -1;
+    if (!order || !buf) { PyErr_NoMemory(); goto out; }
+    if (radix_order(key, m, order) < 0) goto out;
+    double *k = buf, *a1 = buf + m, *a0 = buf + 2 * m, *d1 = buf + 3 * m, *d0 = buf + 4 * m;
+    for (Py_ssize_t q = 0; q < m; q++) {
+        uint32_t i = order[q];
+        double sw = sign[i] * w[i], sg = (double)sign[i];
+        k[q] = key[i];
+        a1[q] = y[i] ? sw : 0.0; a0[q] = y[i] ? 0.0 : sw;
+        d1[q] = y[i] ? sg : 0.0; d0[q] = y[i] ? 0.0 : sg;
+    }
+    rc = apply_sorted_impl(t, k, a1, a0, d1, d0, m);
+out:
+    PyMem_Free(order); PyMem_Free(buf);
+    return rc;
+}
+
+/* Buffers (float64 s, uint8 y, float64 w) of one length m, for the batch entry points. */
+static int event_buffers(PyObject *args, Py_ssize_t want, Py_buffer *b, Py_ssize_t *m, const char *sig) {
+    const char *fmt[3] = {"d", "B", "d"};
+    if (PyTuple_GET_SIZE(args) != want) { PyErr_SetString(PyExc_TypeError, sig); return -1; }
+    for (int g = 0; g < 3; g++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, g), &b[g], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            for (int q = 0; q < g; q++) PyBuffer_Release(&b[q]);
+            return -1;
+        }
+        if (strcmp(b[g].format, fmt[g]) != 0 || b[g].len / b[g].itemsize != b[0].len / 8) {
+            for (int q = 0; q <= g; q++) PyBuffer_Release(&b[q]);
+            PyErr_Format(PyExc_TypeError, "%s: float64 s, uint8 y (0/1), float64 w of one length", sig);
+            return -1;
+        }
+    }
+    *m = b[0].len / 8;
+    const uint8_t *y = b[1].buf;
+    for (Py_ssize_t q = 0; q < *m; q++)
+        if (y[q] > 1) {
+            for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
+            PyErr_Format(PyExc_ValueError, "%s: labels must be 0 or 1", sig);
+            return -1;
+        }
+    return 0;
+}
+
+/* add_many(s, y, w): add m events (validated by the caller), in any order. */
+static PyObject *CTree_add_many(CTree *self, PyObject *args) {
+    Py_buffer b[3];
+    Py_ssize_t m;
+    if (event_buffers(args, 3, b, &m, "add_many(s, y, w)") < 0) return NULL;
+    int8_t *sign = PyMem_Malloc((size_t)(m ? m : 1));
+    int rc = -1;
+    if (!sign) PyErr_NoMemory();
+    else {
+        memset(sign, 1, (size_t)m);
+        rc = apply_events(self, b[0].buf, b[1].buf, b[2].buf, sign, m);
+    }
+    PyMem_Free(sign);
+    for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* window_push_many(s, y, w, limit): update_many of a count window in one call: the events
+   are queued and the oldest beyond limit expire, as window_push would do one by one; the
+   tree takes the net change as one sorted batch. */
+static PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
+    Py_buffer b[3];
+    Py_ssize_t m;
+    if (self->ring != 1) { PyErr_SetString(PyExc_TypeError, "window_push_many needs a count ring"); return NULL; }
+    if (event_buffers(args, 4, b, &m, "window_push_many(s, y, w, limit)") < 0) return NULL;
+    PyObject *res = NULL;
+    double *ev = NULL;
+    Py_ssize_t limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 3));
+    if (limit == -1 && PyErr_Occurred()) goto done;
+    if (limit < 1) { PyErr_SetString(PyExc_ValueError, "limit must be >= 1"); goto done; }
+    {
+        const double *s = b[0].buf, *w = b[2].buf;
+        const uint8_t *y = b[1].buf;
+        Py_ssize_t total = self->qsize + m, k = total > limit ? total - limit : 0;
+        Py_ssize_t e_old = k < self->qsize ? k : self->qsize, e_new = k - e_old; /* expired: old records, new events */
+        Py_ssize_t keep = total - k;
+        if (ring_grow(self, keep > self->qsize ? keep : self->qsize, limit + 1) < 0) goto done;
+        /* the tree's change: the new events not expired at once (an event added and expired
+           within the batch changes nothing), and the removal of the live expired records */
+        Py_ssize_t cap = (m - e_new) + e_old;
+        ev = PyMem_Malloc((size_t)(cap ? cap : 1) * (2 * sizeof(double) + 2));
+        if (!ev) { PyErr_NoMemory(); goto done; }
+        double *ek = ev, *ew = ev + cap;
+        uint8_t *ey = (uint8_t *)(ev + 2 * cap);
+        int8_t *es = (int8_t *)(ey + cap);
+        Py_ssize_t c = 0;
+        for (Py_ssize_t q = e_new; q < m; q++) { ek[c] = s[q]; ew[c] = w[q]; ey[c] = y[q]; es[c] = 1; c++; }
+        for (Py_ssize_t q = 0; q < e_old; q++) {
+            Py_ssize_t j = (self->qhead + q) % self->qcap;
+            if (self->qy[j] == CANCELLED) continue;
+            ek[c] = self->qs[j]; ew[c] = self->qw[j]; ey[c] = self->qy[j]; es[c] = -1; c++;
+        }
+        if (apply_events(self, ek, ey, ew, es, c) < 0) goto done;
+        /* the ring: drop the expired records, queue the new events that stay */
+        self->qhead = self->qcap ? (self->qhead + e_old) % self->qcap : 0;
+        self->qsize -= e_old;
+        for (Py_ssize_t q = e_new; q < m; q++) ring_put(self, s[q], y[q], w[q], 0.0);
+    }
+    res = Py_None; Py_INCREF(res);
+done:
+    PyMem_Free(ev);
+    for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
     return res;
 }
 
@@ -1837,6 +2178,9 @@ static PyMethodDef CTree_methods[] = {
     {"n_events", (PyCFunction)CTree_n_events, METH_NOARGS, "n_events() -> events held"},
     {"set_coefs", (PyCFunction)CTree_set_coefs, METH_VARARGS, "set_coefs(a, b): O(n) on the next read"},
     {"apply_sorted", (PyCFunction)CTree_apply_sorted, METH_VARARGS, "apply_sorted(keys, dw1, dw0, dc1, dc0)"},
+    {"add_many", (PyCFunction)CTree_add_many, METH_VARARGS, "add_many(s, y, w): add events given in any order"},
+    {"window_push_many", (PyCFunction)CTree_window_push_many, METH_VARARGS,
+     "window_push_many(s, y, w, limit): queue events, expire the oldest beyond limit, one sorted batch"},
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},
     {"range_best", (PyCFunction)CTree_range_best, METH_VARARGS, "range_best(lo, hi) -> (min prefix, key) over lo <= key < hi"},
     {"kth_key", (PyCFunction)CTree_kth_key, METH_VARARGS, "kth_key(cls, k) -> smallest key where class count reaches k"},

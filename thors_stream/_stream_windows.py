@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ._core import PyCore
 from ._queue import CANCELLED
 from ._stream_lock import _locked
 from ._stream_state import StreamState
@@ -189,6 +190,15 @@ class WindowsPart(StreamState):
                     self.update(a, b, c, t=d)
                 return
         if m == 0:
+            return
+        if self._period_s is None and not isinstance(self._tree, PyCore):
+            # compiled core: queue, expiry, sort and apply in one call (radix sort, leaf by leaf)
+            if self.window is not None:
+                self._tree.window_push_many(s, y.astype(np.uint8), w, self.window)
+            else:
+                self._tree.add_many(s, y.astype(np.uint8), w)
+                self._ledger.add_many(s, y, w)
+            self.n_updates += m
             return
         keys, yy, ww, sign = s, y, w, np.ones(m)
         if queue is not None:
