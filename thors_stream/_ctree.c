@@ -44,6 +44,7 @@
 #define LCAP 32
 #endif
 #define ICAP 32
+_Static_assert(LCAP % 4 == 0 && LCAP <= 64, "leaf_agg reads four quarters of 4 * ceil(n / 4) <= LCAP slots");
 #ifndef LMIN
 #define LMIN 10
 #endif
