@@ -110,11 +110,11 @@ typedef struct {
     long long *k0_tab, *m1_tab;
     /* revert predictor (unwindowed cores): river.utils.Rolling and similar callers revert
        events in the order they were added. From the first fast revert on, each fast
-       update queues where its key landed (leaf and parent), each fast revert pops one, and
-       the next expected revert's leaf is prefetched before returning to Python, so its
+       update queues its key, each fast revert pops one, and the leaf where the next
+       expected revert's key lives now is prefetched before returning to Python, so its
        cache misses overlap the interpreter's work. A hint only: a wrong or stale one costs
        a wasted prefetch, never a wrong answer. */
-    int32_t *pr_leaf, *pr_parent, *pr_idx;
+    double *pr_key;
     Py_ssize_t pr_head, pr_size, pr_cap;
     int pr_state; /* 0 off (until the first fast revert), 1 recording, -1 given up */
 } CTree;
@@ -782,7 +782,11 @@ static void collapse_root(CTree *t) {
 static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
 
 static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
-    return upsert_leaf(t, descend(t, key), key, dw1, dw0, dc1, dc0);
+    int32_t leaf = descend(t, key);
+    /* ask for all of the leaf at once: its count (at the end), the keys the search reads
+       and the slots the update writes then miss together rather than one after another */
+    prefetch_leaf(t, leaf);
+    return upsert_leaf(t, leaf, key, dw1, dw0, dc1, dc0);
 }
 
 /* upsert with the descent to key's leaf already done (the path recorded). */
@@ -969,59 +973,52 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
 
 /* ------------------------------------------------------------------ revert predictor */
 
-#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (48 MiB) */
+#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (32 MiB) */
 
 static void pr_free(CTree *t) {
-    PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent); PyMem_Free(t->pr_idx);
-    t->pr_leaf = t->pr_parent = t->pr_idx = NULL;
+    PyMem_Free(t->pr_key);
+    t->pr_key = NULL;
     t->pr_head = t->pr_size = t->pr_cap = 0;
 }
 
-/* Queue the location of the key the last upsert touched (its recorded path): 12 bytes
-   per pending hint. */
-static void pr_push(CTree *t) {
+/* Queue the key of a fast update: 8 bytes per pending hint. (Keys, not leaves: by the
+   time an event is reverted, splits and spills have usually moved its key to another
+   leaf.) */
+static void pr_push(CTree *t, double key) {
     if (t->pr_state != 1 || t->height == 0) return;
     if (t->pr_size == t->pr_cap) {
         Py_ssize_t cap = t->pr_cap ? 2 * t->pr_cap : 1024;
         if (cap > PR_MAX) { pr_free(t); t->pr_state = -1; return; }
-        int32_t *lf = PyMem_Malloc(cap * sizeof(int32_t)), *pa = PyMem_Malloc(cap * sizeof(int32_t)),
-                *ix = PyMem_Malloc(cap * sizeof(int32_t));
-        if (!lf || !pa || !ix) {
-            PyMem_Free(lf); PyMem_Free(pa); PyMem_Free(ix);
-            pr_free(t); t->pr_state = -1;
-            return;
-        }
-        for (Py_ssize_t k = 0; k < t->pr_size; k++) {
-            Py_ssize_t j = (t->pr_head + k) % t->pr_cap;
-            lf[k] = t->pr_leaf[j]; pa[k] = t->pr_parent[j]; ix[k] = t->pr_idx[j];
-        }
-        PyMem_Free(t->pr_leaf); PyMem_Free(t->pr_parent); PyMem_Free(t->pr_idx);
-        t->pr_leaf = lf; t->pr_parent = pa; t->pr_idx = ix; t->pr_cap = cap; t->pr_head = 0;
+        double *kk = PyMem_Malloc(cap * sizeof(double));
+        if (!kk) { pr_free(t); t->pr_state = -1; return; }
+        for (Py_ssize_t k = 0; k < t->pr_size; k++) kk[k] = t->pr_key[(t->pr_head + k) % t->pr_cap];
+        PyMem_Free(t->pr_key);
+        t->pr_key = kk; t->pr_cap = cap; t->pr_head = 0;
     }
     Py_ssize_t j = t->pr_head + t->pr_size;
     if (j >= t->pr_cap) j -= t->pr_cap;
-    int32_t pn = t->pnode[t->height - 1];
-    t->pr_parent[j] = pn;
-    t->pr_idx[j] = t->pidx[t->height - 1];
-    t->pr_leaf[j] = t->inners[pn].child[t->pr_idx[j]];
+    t->pr_key[j] = key;
     t->pr_size++;
 }
 
-/* A revert happened: drop the oldest hint and prefetch the next one's leaf and parent. */
+/* A revert happened: drop the oldest hint, find where the next one's key lives now (a
+   descent through inner nodes, which stay in cache) and prefetch that leaf and its entry
+   in the parent, so their misses overlap the interpreter's work until the next revert. */
 static void pr_pop_and_prefetch(CTree *t) {
     if (t->pr_state == 0) { t->pr_state = 1; return; }
     if (t->pr_state != 1 || t->pr_size == 0) return;
     t->pr_head = t->pr_head + 1 == t->pr_cap ? 0 : t->pr_head + 1;
     t->pr_size--;
-    if (t->pr_size == 0) return;
-    int32_t lf = t->pr_leaf[t->pr_head], pa = t->pr_parent[t->pr_head], ix = t->pr_idx[t->pr_head];
-    if (lf >= 0 && lf < t->lused) prefetch_leaf(t, lf);
-    if (pa >= 0 && pa < t->iused) {
-        const char *p = (const char *)&t->inners[pa];
-        /* the descent reads the separators, the update writes the leaf's entry */
-        for (size_t o = 0; o < offsetof(Inner, agg); o += 64) __builtin_prefetch(p + o, 0);
-        if (ix >= 0 && ix < ICAP) __builtin_prefetch(&t->inners[pa].agg[ix], 1);
+    if (t->pr_size == 0 || t->height == 0) return;
+    double key = t->pr_key[t->pr_head];
+    int32_t node = t->root;
+    for (int l = 0; l < t->height; l++) {
+        Inner *N = &t->inners[node];
+        int32_t i = child_index(N, key);
+        if (l == t->height - 1) __builtin_prefetch(&N->agg[i], 1);
+        node = N->child[i];
     }
+    prefetch_leaf(t, node);
 }
 
 /* ------------------------------------------------------------------ ring */
@@ -1239,7 +1236,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     } else {
         if (wv != 1.0) goto slow; /* the weight ledger is kept in Python */
         if (upsert(self, s, pos ? 1.0 : 0.0, pos ? 0.0 : 1.0, pos, !pos) < 0) return NULL;
-        pr_push(self);
+        pr_push(self, s);
     }
     self->n_updates++;
     Py_RETURN_NONE;
