@@ -83,7 +83,7 @@ def test_selector_refuses_bad_settings():
     assert sel.n == 0
 
 
-def test_thors_classifier_auto_window_in_a_river_loop():
+def test_thors_classifier_auto_window_in_a_river_loop(tmp_path):
     from river import datasets, evaluate, linear_model, preprocessing
 
     from thors_stream.metrics import Cost
@@ -97,8 +97,10 @@ def test_thors_classifier_auto_window_in_a_river_loop():
         datasets.Phishing(), preprocessing.StandardScaler() | linear_model.LogisticRegression(),
         Cost(fn_cost=10, fp_cost=1))
     assert metric.get() < plain.get()
-    with pytest.raises(NotImplementedError, match="auto"):
-        model.save_thresholding("/nonexistent/x.ckpt")
+    model.save_thresholding(tmp_path / "auto.ckpt")  # supported since the selector's state is saved too
+    back = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window="auto", warm_up=50)
+    back.load_thresholding(tmp_path / "auto.ckpt")
+    assert back.threshold == model.threshold and back._selector.costs == sel.costs
     with pytest.raises(ValueError, match="max_fpr"):
         ThorsClassifier(linear_model.LogisticRegression(), fn_cost=1, fp_cost=1, window="auto", max_fpr=0.1)
     with pytest.raises(ValueError, match="auto"):

@@ -66,9 +66,14 @@ STREAM_ARRAYS: dict[str, np.dtype] = {
     "queue_s": F8, "queue_y": U1, "queue_w": F8, "queue_t": F8,
     "late_t": F8, "late_seq": I8, "late_s": F8, "late_y": U1, "late_w": F8,
 }
+MAX_SELECTOR_WINDOWS = 16  # candidates of window='auto' a file may hold
 KIND_ARRAYS: dict[str, dict[str, np.dtype]] = {
     "StreamingThors": STREAM_ARRAYS,
-    "ThorsClassifier.thresholding": {**STREAM_ARRAYS, "pending_scores": F8},
+    # with window="auto": the selector's candidates but the longest (under "sel{i}_") and its weights
+    "ThorsClassifier.thresholding": {
+        **STREAM_ARRAYS, "pending_scores": F8, "selector_state": F8, "selector_rng": np.dtype("<u8"),
+        **{f"sel{i}_{name}": d for i in range(MAX_SELECTOR_WINDOWS) for name, d in STREAM_ARRAYS.items()},
+    },
 }
 # other kinds (write_checkpoint is public): plain numeric dtypes only
 GENERIC_DTYPES = frozenset(np.dtype(c).newbyteorder("<").str for c in "?bBhHiIlLqQefd")

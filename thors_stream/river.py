@@ -657,7 +657,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """Checkpoint the thresholding state (not the wrapped model) atomically.
 
         Writes the :mod:`thors_stream.checkpoint` format: the StreamingThors state, the
-        warm-up counters and the scores waiting for a delayed label under their keys.
+        warm-up counters and the scores waiting for a delayed label under their keys; with
+        ``window="auto"``, every candidate window and the selector's weights, costs, choice
+        and generator state too, so a restored wrapper continues exactly as this one
+        would (the same thresholds and the same draws). ``segment=`` is not supported yet
+        (``NotImplementedError``).
         Keys keep their type: ``str``, ``int``, ``float`` (``inf`` and ``nan`` too),
         ``bool``, ``bytes``, ``None`` and tuples of these; any other key raises
         ``TypeError`` before anything is written. Save the wrapped model separately (river
@@ -681,8 +685,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
-        if self._selector is not None or self._segmented is not None:
-            raise NotImplementedError("save_thresholding does not support window='auto' or segment= yet")
+        if self._segmented is not None:
+            raise NotImplementedError("save_thresholding does not support segment= yet")
         keys = [_encode_pending_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
@@ -691,6 +695,10 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
         }
         arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
+        if self._selector is not None:  # window="auto": "thors" is its longest window
+            sp, ss, sa = self._selector._checkpoint_parts()
+            params["selector"], state["selector"] = sp, ss
+            arrays.update(sa)
         write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
 
     def load_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
@@ -712,14 +720,22 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         params, state = ck.params, ck.state
         if not isinstance(params, dict) or not isinstance(state, dict):
             raise ValueError(f"{where} is invalid: params and state must be objects")
-        _check_fields(params, "params", {"thors", "warm_up", "max_pending"}, where)
+        auto = "selector" in params
+        if auto != (self._selector is not None):
+            raise ValueError(f"{where} was written by a wrapper with window={'auto' if auto else 'not auto'!s}, "
+                             f"this wrapper has window={self.window!r}")
+        extra = {"selector"} if auto else set()
+        _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra, where)
         _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
-                                       "pending_keys"}, where)
-        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], arrays, where=where,
+                                       "pending_keys"} | extra, where)
+        own = {k: a for k, a in arrays.items() if not k.startswith(("sel", "selector_"))}
+        if not auto and len(own) != len(arrays):
+            raise ValueError(f"{where} is invalid: it holds the selector's arrays without window='auto'")
+        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], own, where=where,
                                                       legacy=legacy)
         warm_up = _check_int(params["warm_up"], "params.warm_up", 0, where)
         max_pending = _check_int(params["max_pending"], "params.max_pending", 1, where)
-        mine = (self._thors.fn_cost, self._thors.fp_cost, self.window, self._thors._period_s, self.class_prior,
+        mine = (self._thors.fn_cost, self._thors.fp_cost, self._thors.window, self._thors._period_s, self.class_prior,
                 self.warm_up, self.max_fpr, self.max_fnr, self.confidence if self._np else None)
         theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, warm_up,
                   thors.max_fpr, thors.max_fnr, thors.confidence if self._np else None)
@@ -756,6 +772,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if len(pending) > min(max_pending, self.max_pending):
             raise ValueError(f"{where} holds {len(pending)} pending scores, more than max_pending="
                              f"{min(max_pending, self.max_pending)}")
+        if self._selector is not None:  # checks the selector's parts, then takes them
+            self._selector._restore(params["selector"], state["selector"], arrays, thors, where)
         self._thors = thors
         self._last_t = float(last_t)
         self._n_learned, self._n_pos = n_learned, n_pos

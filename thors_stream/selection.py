@@ -169,6 +169,101 @@ class WindowSelector:
         self._views()
         self._cores = tuple(e._tree for e in self._experts) if compiled else None
 
+    # ---- checkpoints (ThorsClassifier.save_thresholding / load_thresholding)
+    def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+        """``(params, state, arrays)`` of the selector for the checkpoint format: the settings,
+        the candidates but the last (whose parts the caller stores as its own summary), each
+        candidate's arrays under ``sel{i}_``, and the weights' state. O(held events)."""
+        params: dict[str, Any] = {"windows": list(self.windows), "choose": self.choose,
+                                  "default_threshold": self.default_threshold, "experts": []}
+        state: dict[str, Any] = {"n": self.n, "experts": []}
+        arrays: dict[str, np.ndarray] = {}
+        for i, e in enumerate(self._experts[:-1]):
+            p, st, a = e._checkpoint_parts()
+            params["experts"].append(p)
+            state["experts"].append(st)
+            arrays.update({f"sel{i}_{name}": arr for name, arr in a.items()})
+        k = len(self.names)
+        arrays["selector_state"] = self._state[: 3 * k + 4].copy()
+        arrays["selector_rng"] = self._rng.copy()
+        return params, state, arrays
+
+    def _restore(self, params: Any, state: Any, arrays: dict[str, np.ndarray], last: StreamingThors,
+                 where: str) -> None:
+        """Take the state :meth:`_checkpoint_parts` wrote (``last``: the restored longest
+        window), after checking it against this selector's settings and its own invariants:
+        candidates of the same windows and costs, each holding ``min(n, window)`` events, the
+        prior this selector starts from, finite non-negative costs, the weights AdaHedge
+        computes from them, a chosen candidate in range and a non-zero generator state.
+        ``ValueError`` naming ``where``; nothing changes unless everything holds."""
+
+        def bad(field: str, problem: str) -> ValueError:
+            return ValueError(f"{where} is invalid: {field} {problem}"[:600])
+
+        if not isinstance(params, dict) or set(params) != {"windows", "choose", "default_threshold", "experts"}:
+            raise bad("params.selector", "must be an object with the fields choose, default_threshold, experts, "
+                      "windows")
+        if not isinstance(state, dict) or set(state) != {"n", "experts"}:
+            raise bad("state.selector", "must be an object with the fields experts, n")
+        mine = (list(self.windows), self.choose, self.default_threshold)
+        theirs = (params["windows"], params["choose"], params["default_threshold"])
+        if theirs != mine or any(type(w) is not int for w in params["windows"]):
+            raise ValueError(f"{where} was written with (windows, auto_choose, default threshold) = {theirs!r}, "
+                             f"this wrapper has {mine!r}"[:600])
+        n = state["n"]
+        if type(n) is not int or not 0 <= n < 2**63:
+            raise bad("state.selector.n", f"must be an integer >= 0, got {n!r}")
+        ps, ss = params["experts"], state["experts"]
+        if not isinstance(ps, list) or not isinstance(ss, list) or len(ps) != len(self._experts) - 1 \
+                or len(ss) != len(ps):
+            raise bad("the selector's candidates", f"must be {len(self._experts) - 1} (params and state)")
+        experts = []
+        for i, (p, st) in enumerate(zip(ps, ss)):
+            name = f"sel{i}_"
+            own = {key[len(name):]: a for key, a in arrays.items() if key.startswith(name)}
+            experts.append(StreamingThors._from_checkpoint_parts(
+                p, st, own, where=f"{where} (candidate {self.names[i]!r})"))
+        experts.append(last)
+        for e, w, nm in zip(experts, self.windows, self.names):
+            if (e.window, e.fn_cost, e.fp_cost, e.class_prior) != (w, self.fn_cost, self.fp_cost,
+                                                                    self._experts[0].class_prior):
+                raise bad(f"candidate {nm!r}", f"has (window, fn_cost, fp_cost, class_prior) = "
+                          f"{(e.window, e.fn_cost, e.fp_cost, e.class_prior)!r}")
+            if len(e) != min(n, w):
+                raise bad(f"candidate {nm!r}", f"holds {len(e)} events, expected min(n={n}, window={w})")
+        k = len(self.names)
+        sv, rng = arrays.get("selector_state"), arrays.get("selector_rng")
+        if sv is None or sv.dtype != np.float64 or sv.shape != (3 * k + 4,):
+            raise bad("array 'selector_state'", f"must be {3 * k + 4} float64 values")
+        if rng is None or rng.dtype != np.uint64 or rng.shape != (1,) or int(rng[0]) == 0:
+            raise bad("array 'selector_rng'", "must be one non-zero uint64")
+        if not np.isfinite(sv).all():
+            raise bad("array 'selector_state'", "holds a non-finite value")
+        log_prior, costs, p_, scal = sv[:k], sv[k:2 * k], sv[2 * k:3 * k], sv[3 * k:]
+        if not np.array_equal(log_prior, self._log_prior):
+            raise bad("the selector's prior", f"is {log_prior.tolist()!r}, this wrapper starts from "
+                      f"{self._log_prior.tolist()!r}")
+        if (costs < 0).any() or (scal[:3] < 0).any():
+            raise bad("the selector's costs", "must be >= 0 (candidates' costs, gap, expected and realised cost)")
+        chosen = scal[3]
+        if chosen != int(chosen) or not 0 <= chosen < k:
+            raise bad("the selector's choice", f"must be a candidate index in [0, {k}), got {chosen!r}")
+        trial = WindowSelector.__new__(WindowSelector)
+        trial.names, trial._state = self.names, sv.copy()
+        trial._views()
+        want = trial._weights()
+        if (p_ < 0).any() or not np.allclose(p_, want, rtol=1e-9, atol=1e-12):
+            raise bad("the selector's weights", f"{p_.tolist()!r} are not AdaHedge's weights for its costs "
+                      f"({want.tolist()!r})")
+        # everything holds: take it
+        self._experts = experts
+        self._state = np.concatenate([sv, rng.view(np.float64)])
+        self._views()
+        self.n = n
+        cores = tuple(e._tree for e in experts)
+        compiled = selector_step is not None and all(not isinstance(c, PyCore) for c in cores)
+        self._cores = cores if self._experts[0].class_prior is None and compiled else None
+
     # ---- state
     @property
     def costs(self) -> list[float]:
