@@ -69,10 +69,12 @@ STREAM_ARRAYS: dict[str, np.dtype] = {
 MAX_SELECTOR_WINDOWS = 16  # candidates of window='auto' a file may hold
 KIND_ARRAYS: dict[str, dict[str, np.dtype]] = {
     "StreamingThors": STREAM_ARRAYS,
-    # with window="auto": the selector's candidates but the longest (under "sel{i}_") and its weights
+    # with window="auto": the selector's candidates but the longest (under "sel{i}_") and its weights;
     "ThorsClassifier.thresholding": {
         **STREAM_ARRAYS, "pending_scores": F8, "selector_state": F8, "selector_rng": np.dtype("<u8"),
         **{f"sel{i}_{name}": d for i in range(MAX_SELECTOR_WINDOWS) for name, d in STREAM_ARRAYS.items()},
+        # with segment=: every segment's arrays, concatenated (the lengths are in the state)
+        **{f"seg_{name}": d for name, d in STREAM_ARRAYS.items()},
     },
 }
 # other kinds (write_checkpoint is public): plain numeric dtypes only

@@ -660,8 +660,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         warm-up counters and the scores waiting for a delayed label under their keys; with
         ``window="auto"``, every candidate window and the selector's weights, costs, choice
         and generator state too, so a restored wrapper continues exactly as this one
-        would (the same thresholds and the same draws). ``segment=`` is not supported yet
-        (``NotImplementedError``).
+        would (the same thresholds and the same draws); with ``segment=``, every held
+        segment's summary under its key (typed as pending keys are), in eviction order, and
+        the eviction count.
         Keys keep their type: ``str``, ``int``, ``float`` (``inf`` and ``nan`` too),
         ``bool``, ``bytes``, ``None`` and tuples of these; any other key raises
         ``TypeError`` before anything is written. Save the wrapped model separately (river
@@ -685,8 +686,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
-        if self._segmented is not None:
-            raise NotImplementedError("save_thresholding does not support segment= yet")
         keys = [_encode_pending_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
@@ -699,6 +698,12 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             sp, ss, sa = self._selector._checkpoint_parts()
             params["selector"], state["selector"] = sp, ss
             arrays.update(sa)
+        if self._segmented is not None:  # segment=: "thors" is the global summary
+            gp, gs, ga, seg_keys = self._segmented._checkpoint_parts()
+            params["segments"] = gp
+            state["segments"] = gs
+            state["segment_keys"] = [_encode_segment_key(k) for k in seg_keys]
+            arrays.update(ga)
         write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
 
     def load_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
@@ -720,17 +725,22 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         params, state = ck.params, ck.state
         if not isinstance(params, dict) or not isinstance(state, dict):
             raise ValueError(f"{where} is invalid: params and state must be objects")
-        auto = "selector" in params
+        auto, segmented = "selector" in params, "segments" in params
         if auto != (self._selector is not None):
             raise ValueError(f"{where} was written by a wrapper with window={'auto' if auto else 'not auto'!s}, "
                              f"this wrapper has window={self.window!r}")
-        extra = {"selector"} if auto else set()
+        if segmented != (self._segmented is not None):
+            raise ValueError(f"{where} was written by a wrapper {'with' if segmented else 'without'} segment=, "
+                             f"this wrapper has segment={self.segment!r}")
+        extra = {"selector"} if auto else {"segments"} if segmented else set()
         _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra, where)
         _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
-                                       "pending_keys"} | extra, where)
-        own = {k: a for k, a in arrays.items() if not k.startswith(("sel", "selector_"))}
-        if not auto and len(own) != len(arrays):
+                                       "pending_keys"} | extra | ({"segment_keys"} if segmented else set()), where)
+        own = {k: a for k, a in arrays.items() if not k.startswith(("sel", "seg_"))}
+        if not auto and any(k.startswith("sel") for k in arrays):
             raise ValueError(f"{where} is invalid: it holds the selector's arrays without window='auto'")
+        if not segmented and any(k.startswith("seg_") for k in arrays):
+            raise ValueError(f"{where} is invalid: it holds segments' arrays without segment=")
         thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], own, where=where,
                                                       legacy=legacy)
         warm_up = _check_int(params["warm_up"], "params.warm_up", 0, where)
@@ -774,6 +784,16 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                              f"{min(max_pending, self.max_pending)}")
         if self._selector is not None:  # checks the selector's parts, then takes them
             self._selector._restore(params["selector"], state["selector"], arrays, thors, where)
+        if self._segmented is not None:  # checks every segment's summary, then takes them
+            raw_keys = state["segment_keys"]
+            if not isinstance(raw_keys, list):
+                raise ValueError(f"{where} is invalid: state.segment_keys must be a list, "
+                                 f"got {type(raw_keys).__name__}")
+            seg_keys = [_decode_pending_key(k, False, f"state.segment_keys[{i}]", where)
+                        for i, k in enumerate(raw_keys)]
+            self._segmented._restore(params["segments"], state["segments"],
+                                     {k: a for k, a in arrays.items() if k.startswith("seg_")}, seg_keys,
+                                     params["thors"], thors, where)
         self._thors = thors
         self._last_t = float(last_t)
         self._n_learned, self._n_pos = n_learned, n_pos
@@ -811,6 +831,15 @@ def _encode_pending_key(k: Any, depth: int = 0) -> list[Any]:
         f"save_thresholding stores keys that are str, int, float, bool, bytes, None or tuples of these "
         f"(nested at most {_KEY_DEPTH} deep), got {k!r}"
     )
+
+
+def _encode_segment_key(k: Any) -> list[Any]:
+    """A segment key, tagged as pending keys are (:func:`_encode_pending_key`)."""
+    try:
+        return _encode_pending_key(k)
+    except TypeError:
+        raise TypeError(f"save_thresholding stores segments that are str, int, float, bool, bytes, None or tuples "
+                        f"of these, got {k!r}"[:400]) from None
 
 
 def _decode_pending_key(v: Any, legacy: bool, field: str, where: str, depth: int = 0) -> Any:

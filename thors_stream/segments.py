@@ -243,6 +243,81 @@ class SegmentedStreamingThors:
         """Segments held, least recently updated first."""
         return list(self._seg)
 
+    # ---- checkpoints (ThorsClassifier.save_thresholding / load_thresholding)
+    def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray], list[Hashable]]:
+        """``(params, state, arrays, keys)`` of the segments (the global summary is the
+        caller's own): each segment's state, its arrays concatenated under ``seg_`` with
+        each segment's lengths, and the segment keys least recently updated first (the
+        caller encodes them). O(held events)."""
+        states: list[dict[str, Any]] = []
+        lengths: list[dict[str, int]] = []
+        parts: dict[str, list[np.ndarray]] = {}
+        for st in self._seg.values():
+            _, state, arrays = st._checkpoint_parts()
+            states.append(state)
+            lengths.append({name: int(a.shape[0]) for name, a in arrays.items()})
+            for name, a in arrays.items():
+                parts.setdefault(name, []).append(a)
+        params = {"max_segments": self.max_segments, "min_per_class": self.min_per_class}
+        state = {"evicted": self.evicted, "states": states, "lengths": lengths}
+        arrays = {f"seg_{name}": np.concatenate(chunks) for name, chunks in parts.items()}
+        return params, state, arrays, list(self._seg)
+
+    def _restore(self, params: Any, state: Any, arrays: dict[str, np.ndarray], keys: list[Hashable],
+                 summary_params: dict[str, Any], global_summary: Any, where: str) -> None:
+        """Take what :meth:`_checkpoint_parts` wrote (``keys`` decoded, ``global_summary``
+        restored, ``summary_params`` the settings every summary shares), after checking it:
+        the same ``max_segments`` and ``min_per_class``, at most ``max_segments`` distinct
+        segments, lengths that split every concatenated array exactly, and each segment's
+        summary valid on its own (:meth:`StreamingThors.load <thors_stream.StreamingThors.load>`'s
+        checks). ``ValueError`` naming ``where``; nothing changes unless everything holds."""
+        from .stream import StreamingThors
+
+        def bad(field: str, problem: str) -> ValueError:
+            return ValueError(f"{where} is invalid: {field} {problem}"[:600])
+
+        if not isinstance(params, dict) or set(params) != {"max_segments", "min_per_class"}:
+            raise bad("params.segments", "must be an object with the fields max_segments, min_per_class")
+        if not isinstance(state, dict) or set(state) != {"evicted", "states", "lengths"}:
+            raise bad("state.segments", "must be an object with the fields evicted, lengths, states")
+        theirs = (params["max_segments"], params["min_per_class"])
+        if theirs != (self.max_segments, self.min_per_class):
+            raise ValueError(f"{where} was written with (max_segments, min_per_class) = {theirs!r}, this wrapper "
+                             f"has {(self.max_segments, self.min_per_class)!r}"[:600])
+        evicted, states, lengths = state["evicted"], state["states"], state["lengths"]
+        if type(evicted) is not int or not 0 <= evicted < 2**63:
+            raise bad("state.segments.evicted", f"must be an integer >= 0, got {evicted!r}")
+        if not isinstance(states, list) or not isinstance(lengths, list) or len(states) != len(keys) or \
+                len(lengths) != len(keys):
+            raise bad("state.segments", f"must hold one state and one lengths object per segment key ({len(keys)})")
+        if len(keys) > self.max_segments:
+            raise bad("state.segments", f"holds {len(keys)} segments, more than max_segments={self.max_segments}")
+        if len(set(keys)) != len(keys):
+            raise bad("state.segment_keys", "holds a segment twice")
+        names = [k[len("seg_"):] for k in arrays]
+        offsets = dict.fromkeys(names, 0)
+        held: OrderedDict[Hashable, Any] = OrderedDict()
+        for i, (key, st, ln) in enumerate(zip(keys, states, lengths)):
+            if not isinstance(ln, dict) or not set(ln) <= set(names) or \
+                    not all(type(v) is int and v >= 0 for v in ln.values()):
+                raise bad(f"state.segments.lengths[{i}]", f"must map array names {sorted(names)} to lengths >= 0")
+            own = {}
+            for name, count in ln.items():
+                a, at = arrays["seg_" + name], offsets[name]
+                if at + count > a.shape[0]:
+                    raise bad(f"array 'seg_{name}'", f"is shorter than the segments' lengths ({a.shape[0]})")
+                own[name], offsets[name] = a[at:at + count], at + count
+            held[key] = StreamingThors._from_checkpoint_parts(summary_params, st, own,
+                                                              where=f"{where} (segment {key!r})"[:300])
+        for name, at in offsets.items():
+            if at != arrays["seg_" + name].shape[0]:
+                raise bad(f"array 'seg_{name}'", f"holds {arrays['seg_' + name].shape[0]} values, the segments' "
+                          f"lengths add up to {at}")
+        # everything holds: take it
+        self._seg = held
+        self.global_summary = global_summary
+        self.evicted = evicted
+
     def nbytes(self) -> int:
         """Bytes held in numpy arrays by all the summaries."""
         return self.global_summary.nbytes() + sum(int(st.nbytes()) for st in self._seg.values())

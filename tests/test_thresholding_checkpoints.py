@@ -1,8 +1,10 @@
-"""``ThorsClassifier(window="auto")``: save_thresholding / load_thresholding (issue 15).
+"""``ThorsClassifier(window="auto")`` and ``ThorsClassifier(segment=...)``:
+save_thresholding / load_thresholding (issue 15).
 
 A restored wrapper continues exactly as the saved one (same thresholds, same weights, same
-draws); a file that breaks any of the selector's invariants is refused with an error naming
-it, and the wrapper is left as it was.
+draws, the same segments in the same eviction order); a file that breaks any invariant of
+the selector or of the segments is refused with an error naming it, and the wrapper is left
+as it was.
 """
 
 from __future__ import annotations
@@ -67,15 +69,6 @@ def test_auto_leader_and_short_streams_roundtrip(tmp_path):
         m2 = _auto(auto_choose="leader")
         m2.load_thresholding(tmp_path / f"{n}.ckpt")
         assert _state(m2) == _state(m)
-
-
-def test_segments_still_refused(tmp_path):
-    from river import linear_model
-
-    m = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, segment="c")
-    with pytest.raises(NotImplementedError, match="segment="):
-        m.save_thresholding(tmp_path / "s.ckpt")
-    assert not (tmp_path / "s.ckpt").exists()
 
 
 def _refused(path, *needles, **kw):
@@ -165,3 +158,140 @@ def test_auto_and_fixed_windows_do_not_mix(tmp_path):
     p = forge(tmp_path / "mixed.ckpt", header, arrays)
     with pytest.raises(ValueError, match="selector's arrays"):
         fixed.load_thresholding(p)
+
+
+# ---------------------------------------------------------------- segment=
+SEGMENTS = {0: "a", 1: "b", 2: 3, 3: ("t", 1), 4: 2.5, 5: None, 6: b"\x00"}
+
+
+def _segment(x):
+    return SEGMENTS[int(x["c"])]
+
+
+def _segmented(**kw):
+    from river import linear_model
+
+    kw = {"window": 300, "max_segments": 4, "min_per_class": 5, "warm_up": 0, **kw}
+    return ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, segment=_segment, **kw)
+
+
+def _seg_stream(n, seed=0):
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        y = bool(rng.random() < 0.3)
+        yield {"x": float(rng.normal(1.0 if y else -0.5)), "c": float(rng.integers(0, 7) if i % 3 else i % 2)}, y
+
+
+def _seg_trained(n=3_000, **kw):
+    m = _segmented(**kw)
+    for i, (x, y) in enumerate(_seg_stream(n)):
+        m.predict_one(x, key=i)
+        m.learn_one(x, y, key=i)
+    m.predict_one({"x": 0.2, "c": 1.0}, key="waiting")
+    return m
+
+
+def _seg_state(m):
+    seg = m._segmented
+    return (m.threshold, m.n_pending, seg.segments(), seg.evicted,
+            [seg.get(k) for k in seg.segments()], [len(seg._seg[k]) for k in seg.segments()],
+            len(seg.global_summary))
+
+
+def test_segments_roundtrip_continues_identically(tmp_path):
+    m = _seg_trained()
+    assert m._segmented.evicted > 0 and len(m._segmented.segments()) == 4
+    m.save_thresholding(tmp_path / "s.ckpt")
+    m2 = _segmented()
+    m2.load_thresholding(tmp_path / "s.ckpt")
+    assert _seg_state(m2) == _seg_state(m)
+    assert m2._thors is m2._segmented.global_summary
+    m2.classifier = copy.deepcopy(m.classifier)
+    for x, y in _seg_stream(1_500, seed=1):
+        assert m.predict_one(x) == m2.predict_one(x)
+        m.learn_one(x, y)
+        m2.learn_one(x, y)
+    assert _seg_state(m2) == _seg_state(m)
+
+
+def test_segments_empty_and_unsupported_keys(tmp_path):
+    m = _segmented()
+    m.save_thresholding(tmp_path / "empty.ckpt")
+    m2 = _segmented()
+    m2.load_thresholding(tmp_path / "empty.ckpt")
+    assert _seg_state(m2) == _seg_state(m)
+    m.learn_one({"x": 0.0, "c": 0.0}, True)
+    m._segmented._seg[frozenset({1})] = m._segmented._seg.pop("a")  # a segment key no file can hold
+    with pytest.raises(TypeError, match="segments that are"):
+        m.save_thresholding(tmp_path / "bad.ckpt")
+    assert not (tmp_path / "bad.ckpt").exists()
+
+
+def _seg_refused(path, *needles):
+    m = _seg_trained(400)
+    before = _seg_state(m)
+    with pytest.raises(ValueError) as info:
+        m.load_thresholding(path)
+    assert str(path) in str(info.value)
+    for n in needles:
+        assert n in str(info.value), str(info.value)
+    assert _seg_state(m) == before
+
+
+def _seg_tamper(tmp_path, edit):
+    m = _seg_trained()
+    m.save_thresholding(tmp_path / "good.ckpt")
+    header, arrays, _ = parse(tmp_path / "good.ckpt")
+    edit(header, arrays)
+    return forge(tmp_path / "bad.ckpt", header, arrays)
+
+
+def _shift_lengths(h, a):
+    ln = h["state"]["segments"]["lengths"]
+    ln[0]["keys"] += 1
+    ln[1]["keys"] -= 1
+
+
+@pytest.mark.parametrize(
+    "edit, needles",
+    [
+        (lambda h, a: h["params"]["segments"].update(max_segments=5), ("max_segments",)),
+        (lambda h, a: h["params"]["segments"].update(min_per_class=1), ("min_per_class",)),
+        (lambda h, a: h["state"]["segments"].update(evicted=-1), ("evicted",)),
+        (lambda h, a: h["state"]["segment_keys"].__setitem__(1, h["state"]["segment_keys"][0]), ("twice",)),
+        (lambda h, a: h["state"]["segment_keys"].pop(), ("one state and one lengths",)),
+        (lambda h, a: h["state"]["segment_keys"].__setitem__(0, "a"), ("segment_keys[0]", "tagged")),
+        (lambda h, a: h["state"]["segments"]["lengths"][0].__setitem__("keys", -1), ("lengths[0]",)),
+        (lambda h, a: h["state"]["segments"]["lengths"][0].__setitem__("bogus", 0), ("lengths[0]",)),
+        (_shift_lengths, ("segment",)),
+        (lambda h, a: a.__setitem__("seg_keys", a["seg_keys"][:-1].copy()), ("seg_keys",)),
+        (lambda h, a: h["state"]["segments"]["states"][2].update(n=10**6), ("segment",)),
+        (lambda h, a: h["params"].pop("segments"), ("segment=",)),
+    ],
+)
+def test_segments_hostile_files_are_refused_and_change_nothing(tmp_path, edit, needles):
+    _seg_refused(_seg_tamper(tmp_path, edit), *needles)
+
+
+def test_segments_too_many_for_the_wrapper(tmp_path):
+    m = _seg_trained(max_segments=6)
+    m.save_thresholding(tmp_path / "six.ckpt")
+    header, arrays, _ = parse(tmp_path / "six.ckpt")
+    header["params"]["segments"]["max_segments"] = 4  # claims the wrapper's setting, holds more
+    _seg_refused(forge(tmp_path / "bad.ckpt", header, arrays), "more than max_segments=4")
+
+
+def test_segmented_and_plain_files_do_not_mix(tmp_path):
+    from river import linear_model
+
+    plain = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, window=300, warm_up=0)
+    plain.learn_one({"x": 1.0, "c": 0.0}, True)
+    plain.save_thresholding(tmp_path / "plain.ckpt")
+    _seg_refused(tmp_path / "plain.ckpt", "segment=")
+    _seg_trained(300).save_thresholding(tmp_path / "seg.ckpt")
+    with pytest.raises(ValueError, match="segment="):
+        plain.load_thresholding(tmp_path / "seg.ckpt")
+    header, arrays, _ = parse(tmp_path / "plain.ckpt")
+    arrays["seg_keys"] = np.zeros(1)
+    with pytest.raises(ValueError, match="segments' arrays"):
+        plain.load_thresholding(forge(tmp_path / "mixed.ckpt", header, arrays))
