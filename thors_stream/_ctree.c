@@ -276,6 +276,14 @@ static inline void prefetch_leaf(CTree *t, int32_t leaf) {
     for (size_t o = 0; o < sizeof(Leaf); o += 64) __builtin_prefetch(p + o, 1);
 }
 
+/* The batch path's prefetch, several leaves ahead: into L2, not L1. A leaf is 17 lines;
+   asking L1 for eight leaves at once fills its few miss buffers, and the prefetches
+   themselves then stall the work on the leaf at hand (measured: 18% slower at 10**6). */
+static inline void prefetch_leaf_l2(CTree *t, int32_t leaf) {
+    const char *p = (const char *)&t->leaves[leaf];
+    for (size_t o = 0; o < sizeof(Leaf); o += 64) __builtin_prefetch(p + o, 1, 2);
+}
+
 
 static inline uint64_t bits_below(int32_t pos) { return pos >= 64 ? ~(uint64_t)0 : BIT(pos) - 1; }
 
@@ -904,13 +912,10 @@ static int run_upserts(CTree *t, const double *k, const double *a1, const double
    violation raises KeyError part way, after the keys before it were applied). */
 static int apply_runs(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
                       const double *d0, Py_ssize_t m) {
-#ifndef RUN_AHEAD
-#define RUN_AHEAD 8
-#endif
-    enum { AHEAD = RUN_AHEAD };
+    enum { AHEAD = 8 };
     Finger ahead = {0}, at = {0};
     Py_ssize_t qa = 0; /* next event whose leaf the prefetching finger loads */
-    for (; qa < m && qa < AHEAD; qa++) prefetch_leaf(t, finger_descend(t, &ahead, k[qa], 0));
+    for (; qa < m && qa < AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
     Py_ssize_t q = 0;
     while (q < m) {
         if (reserve(t, t->height + 3) < 0) return -1;
@@ -920,7 +925,7 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
         int32_t pos = 0;
         int changed = 0, structural = 0, failed = 0;
         while (q < m && k[q] < hi) {
-            for (; qa < m && qa < q + AHEAD; qa++) prefetch_leaf(t, finger_descend(t, &ahead, k[qa], 0));
+            for (; qa < m && qa < q + AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
             double key = k[q];
             Py_ssize_t r = q + 1;
             while (r < m && k[r] == key) r++;
