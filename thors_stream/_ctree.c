@@ -52,6 +52,9 @@ _Static_assert(LCAP % 4 == 0 && LCAP <= 64, "leaf_agg reads four quarters of 4 *
 #define MAXH 24 /* height bound (far above what 2**31 keys need) */
 #define NIL (-1)
 #define CANCELLED 2
+#ifndef PREFETCH_KEYS
+#define PREFETCH_KEYS 32768 /* below this many keys (~1.5 MB of leaves) a tree stays in cache */
+#endif
 
 typedef struct {
     double sum, minp, argk, w1, w0, c1, c0;
@@ -1162,10 +1165,13 @@ static PyObject *CTree_remove(CTree *self, PyObject *const *args, Py_ssize_t nar
 static int window_push(CTree *self, double key, int pos, double w, Py_ssize_t limit) {
     if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1, limit + 1) < 0) return -1;
     if (reserve(self, 2 * self->height + 8) < 0) return -1; /* the add and one expiry cannot fail */
-    /* start loading both leaves (the new event's and the expiring one's) before touching
-       either: their cache misses overlap */
-    prefetch_leaf(self, descend(self, key));
-    if (self->qsize >= limit && self->qsize) prefetch_leaf(self, descend(self, self->qs[self->qhead]));
+    /* a large tree: start loading both leaves (the new event's and the expiring one's)
+       before touching either, so their cache misses overlap (a small one is in cache: the
+       extra descents would only cost) */
+    if (self->n_keys > PREFETCH_KEYS) {
+        prefetch_leaf(self, descend(self, key));
+        if (self->qsize >= limit && self->qsize) prefetch_leaf(self, descend(self, self->qs[self->qhead]));
+    }
     if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return -1;
     ring_put(self, key, pos, w, 0.0);
     while (self->qsize > limit)
