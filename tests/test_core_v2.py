@@ -39,7 +39,9 @@ EVENT = st.tuples(SCORES, LABELS, WIDE)
 
 
 def exact_domain(held, fn, fp):
-    """Every per-score class sum, class total and prefix sum of VAL exactly representable."""
+    """Every per-score class sum, class total and sum of VAL over consecutive scores (so
+    every prefix sum) exactly representable: the documented exactness condition (the tree
+    adds consecutive scores' values in blocks, then joins the blocks)."""
 
     def rep(x: Fraction) -> bool:
         return Fraction(float(x)) == x
@@ -50,14 +52,18 @@ def exact_domain(held, fn, fp):
     tot = [sum(v[1] for v in per.values()), sum(v[0] for v in per.values())]
     if not all(rep(x) for v in per.values() for x in v) or not all(rep(x) for x in tot):
         return False
-    acc = Fraction(0)
+    vals = []
     for s in sorted(per):
         w0, w1 = per[s]
         if not (rep(Fraction(fn) * w1) and rep(Fraction(fp) * w0)):
             return False
-        acc += Fraction(fn) * w1 - Fraction(fp) * w0
-        if not rep(acc):
-            return False
+        vals.append(Fraction(fn) * w1 - Fraction(fp) * w0)
+    for i in range(len(vals)):
+        acc = Fraction(0)
+        for v in vals[i:]:
+            acc += v
+            if not rep(acc):
+                return False
     return rep(Fraction(fp) * tot[1])
 
 
