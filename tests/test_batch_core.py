@@ -128,6 +128,10 @@ def test_radix_order_signs_zeros_and_magnitudes():
         ((np.zeros(2), np.zeros(3, np.uint8), np.ones(2), 5), TypeError),  # lengths differ
         ((np.zeros(2), np.zeros(2, np.uint8), np.ones(2), 0), ValueError),  # limit < 1
         ((np.zeros(2), np.zeros(2, np.uint8), np.ones(2)), TypeError),  # no limit
+        ((np.array([0.0, np.nan]), np.zeros(2, np.uint8), np.ones(2), 5), ValueError),  # NaN score
+        ((np.array([0.0, np.inf]), np.zeros(2, np.uint8), np.ones(2), 5), ValueError),  # infinite score
+        ((np.zeros(2), np.zeros(2, np.uint8), np.array([1.0, np.nan]), 5), ValueError),  # NaN weight
+        ((np.zeros(2), np.zeros(2, np.uint8), np.array([1.0, -1.0]), 5), ValueError),  # negative weight
     ],
 )
 def test_core_batch_entry_refuses_bad_buffers_and_changes_nothing(args, exc):
@@ -137,3 +141,25 @@ def test_core_batch_entry_refuses_bad_buffers_and_changes_nothing(args, exc):
     with pytest.raises(exc):
         st_._tree.window_push_many(*args)
     assert (rows(st_), queue(st_), st_.get()) == before
+
+
+def test_core_entries_refuse_non_finite_keys():
+    """The core's internal entries refuse keys of +-inf and NaN (the public API never sends
+    them; a batch holding +inf used to loop forever) and change nothing."""
+    from thors_stream._ctree import CTree
+
+    t = CTree(1.0, 1.0)
+    k = np.arange(2_000.0)
+    t.apply_sorted(k, np.ones(k.size), np.zeros(k.size), np.ones(k.size), np.zeros(k.size))  # a rebuild
+    before = t.export()
+    for keys in ([np.inf] * 40, [-np.inf] * 3 + [5.5], [5.5, np.nan]):  # small: leaf runs
+        kk = np.array(keys)
+        with pytest.raises(ValueError, match="finite"):
+            t.apply_sorted(kk, np.ones(kk.size), np.zeros(kk.size), np.ones(kk.size), np.zeros(kk.size))
+    for bad in (np.inf, -np.inf, np.nan):
+        with pytest.raises(ValueError, match="finite"):
+            t.add(bad, True, 1.0)
+    with pytest.raises(ValueError, match="finite"):
+        t.apply_sorted(np.array([1.5]), np.array([np.inf]), np.zeros(1), np.ones(1), np.zeros(1))
+    t.check()
+    assert t.export() == before

@@ -924,10 +924,11 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
         if (reserve(t, t->height + 3) < 0) return -1;
         int32_t leaf = finger_descend(t, &at, k[q], 1);
         double hi = t->height ? at.hi[t->height - 1] : INFINITY;
+        int last = hi == INFINITY; /* the rightmost leaf also takes a key of +inf */
         Leaf *L = &t->leaves[leaf];
         int32_t pos = 0;
         int changed = 0, structural = 0, failed = 0;
-        while (q < m && k[q] < hi) {
+        while (q < m && (k[q] < hi || last)) {
             for (; qa < m && qa < q + AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
             double key = k[q];
             Py_ssize_t r = q + 1;
@@ -1145,6 +1146,10 @@ static int parse3(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want, cons
     *pos = PyObject_IsTrue(args[1]);
     *w = PyFloat_AsDouble(args[2]);
     if (PyErr_Occurred() || *pos < 0) return -1;
+    if (!isfinite(*key) || !isfinite(*w)) {
+        PyErr_Format(PyExc_ValueError, "%s: the key and the weight must be finite", sig);
+        return -1;
+    }
     return 0;
 }
 
@@ -1639,9 +1644,10 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
         Py_ssize_t m = bufs[0].len / 8;
         double *k = bufs[0].buf, *a1 = bufs[1].buf, *a0 = bufs[2].buf, *d1 = bufs[3].buf, *d0 = bufs[4].buf;
         for (Py_ssize_t q = 0; q < m; q++) {
-            if (!(k[q] == k[q]) || (q && k[q] < k[q - 1]) || d1[q] != floor(d1[q]) || d0[q] != floor(d0[q]) ||
-                fabs(d1[q]) > 4294967295.0 || fabs(d0[q]) > 4294967295.0) {
-                PyErr_SetString(PyExc_ValueError, "apply_sorted: keys must be sorted, counts integers");
+            if (!isfinite(k[q]) || (q && k[q] < k[q - 1]) || d1[q] != floor(d1[q]) || d0[q] != floor(d0[q]) ||
+                fabs(d1[q]) > 4294967295.0 || fabs(d0[q]) > 4294967295.0 || !isfinite(a1[q]) || !isfinite(a0[q])) {
+                PyErr_SetString(PyExc_ValueError,
+                                "apply_sorted: keys must be finite and sorted, weights finite, counts integers");
                 goto done;
             }
         }
@@ -1743,10 +1749,11 @@ static int event_buffers(PyObject *args, Py_ssize_t want, Py_buffer *b, Py_ssize
     }
     *m = b[0].len / 8;
     const uint8_t *y = b[1].buf;
+    const double *s = b[0].buf, *w = b[2].buf;
     for (Py_ssize_t q = 0; q < *m; q++)
-        if (y[q] > 1) {
+        if (y[q] > 1 || !isfinite(s[q]) || !(w[q] > 0.0) || !isfinite(w[q])) {
             for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
-            PyErr_Format(PyExc_ValueError, "%s: labels must be 0 or 1", sig);
+            PyErr_Format(PyExc_ValueError, "%s: labels must be 0 or 1, scores finite, weights finite and > 0", sig);
             return -1;
         }
     return 0;
