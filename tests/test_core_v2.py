@@ -141,6 +141,23 @@ def test_history_independence_random_interleavings(cfg, seq, fn, fp, window):
 
 
 @pytest.mark.parametrize("cfg", BACKENDS)
+def test_regression_merged_low_parts_reach_the_class_totals(cfg):
+    """Found by hypothesis (numpy backend): a merge brings a per-score sum that needs a
+    double-double (2**30 + 3 + 2**-30); its low part reached the score's row but not the
+    class total, so after the 2**30 event was reverted the cost read -2**-30 instead of 0."""
+    stt = StreamingThors(fn_cost=1, fp_cost=1, **cfg)
+    stt.update(0.0, 0, 1.0)
+    other = StreamingThors(fn_cost=1, fp_cost=1, **cfg)
+    for w in (1.0, 2.0**-30, 2.0**30, 1.0, 1.0):
+        other.update(0.0, 0, w)
+    stt.merge(other)
+    stt.revert(0.0, 0, 2.0**30)
+    assert stt.cost == 0.0
+    assert stt.held()[2].tolist() == [4.0 + 2.0**-30]
+    assert stt._tree.totals()[1] == 4.0 + 2.0**-30
+
+
+@pytest.mark.parametrize("cfg", BACKENDS)
 def test_regression_window2_departed_wide_sum(cfg):
     """Issue 12: weights 2**30 then 2**-30 at one score, then 2**-32 at another, window 2.
 

@@ -71,23 +71,32 @@ def test_auto_leader_and_short_streams_roundtrip(tmp_path):
         assert _state(m2) == _state(m)
 
 
-def _refused(path, *needles, **kw):
-    m = _trained(500, **kw)
-    before = _state(m)
+def _refused_by(m, state, path, needles):
+    """Loading ``path`` into the trained wrapper ``m`` raises a ValueError naming the file
+    and every needle, and ``state(m)`` is what it was."""
+    before = state(m)
     with pytest.raises(ValueError) as info:
         m.load_thresholding(path)
     assert str(path) in str(info.value)
     for n in needles:
         assert n in str(info.value), str(info.value)
-    assert _state(m) == before
+    assert state(m) == before
 
 
-def _tamper(tmp_path, edit):
-    m = _trained()
+def _tampered(m, tmp_path, edit):
+    """``m``'s checkpoint with ``edit(header, arrays)`` applied (and a valid checksum)."""
     m.save_thresholding(tmp_path / "good.ckpt")
     header, arrays, _ = parse(tmp_path / "good.ckpt")
     edit(header, arrays)
     return forge(tmp_path / "bad.ckpt", header, arrays)
+
+
+def _refused(path, *needles, **kw):
+    _refused_by(_trained(500, **kw), _state, path, needles)
+
+
+def _tamper(tmp_path, edit):
+    return _tampered(_trained(), tmp_path, edit)
 
 
 def _sv(a, k=5):
@@ -228,22 +237,11 @@ def test_segments_empty_and_unsupported_keys(tmp_path):
 
 
 def _seg_refused(path, *needles):
-    m = _seg_trained(400)
-    before = _seg_state(m)
-    with pytest.raises(ValueError) as info:
-        m.load_thresholding(path)
-    assert str(path) in str(info.value)
-    for n in needles:
-        assert n in str(info.value), str(info.value)
-    assert _seg_state(m) == before
+    _refused_by(_seg_trained(400), _seg_state, path, needles)
 
 
 def _seg_tamper(tmp_path, edit):
-    m = _seg_trained()
-    m.save_thresholding(tmp_path / "good.ckpt")
-    header, arrays, _ = parse(tmp_path / "good.ckpt")
-    edit(header, arrays)
-    return forge(tmp_path / "bad.ckpt", header, arrays)
+    return _tampered(_seg_trained(), tmp_path, edit)
 
 
 def _shift_lengths(h, a):

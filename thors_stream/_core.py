@@ -92,6 +92,12 @@ class PyCore:
             w0h, w0l = dd_add(w0h, w0l, sign * w) if self._n - self._c1 else (0.0, 0.0)
         self._w = [w1h, w1l, w0h, w0l]
 
+    def _add_weight(self, pos: Any, w: float) -> None:
+        """Add weight ``w`` (no event) to a class total held at a non-zero count."""
+        self.version += 1
+        i = 0 if pos else 2
+        self._w[i], self._w[i + 1] = dd_add(self._w[i], self._w[i + 1], w)
+
     def add(self, key: float, pos: Any, w: float) -> None:
         self._t.add(key, pos, w)
         self._count(pos, w, 1)
@@ -146,6 +152,7 @@ class PyCore:
                         elif phase == 0 and c == 0 and w != 0.0:  # a low part: weight only
                             self._t.apply_sorted(np.array([k]), np.array([w if pos else 0.0]),
                                                  np.array([0.0 if pos else w]), np.zeros(1), np.zeros(1))
+                            self._add_weight(pos, w)  # the class total takes it too
             return
         starts = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
         k = keys[starts]

@@ -790,6 +790,20 @@ static void collapse_root(CTree *t) {
 
 /* Add (dw1, dw0) weight and (dc1, dc0) events at key. dc are small integers (>= -2**32).
    Returns 0, or -1 with KeyError/ValueError/MemoryError set and the tree unchanged. */
+/* The leaf at the end of the recorded path lost or changed keys: merge or rebalance it
+   with a sibling when it fell below LMIN (the tree's shape changes), else settle its
+   aggregate while it is in cache. */
+static void leaf_changed(CTree *t, Leaf *L) {
+    if (t->height > 0 && L->n < LMIN) {
+        t->sgen++;
+        mark_path(t);
+        rebalance(t, t->height - 1);
+        collapse_root(t);
+    } else {
+        settle_leaf(t, L);
+    }
+}
+
 static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
 
 static int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
@@ -841,14 +855,7 @@ static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw
     if (n1 + n0 == 0) {
         leaf_close(t, L, pos);
         t->n_keys--;
-        if (t->height > 0 && L->n < LMIN) {
-            t->sgen++;
-            mark_path(t);
-            rebalance(t, t->height - 1);
-            collapse_root(t);
-        } else {
-            settle_leaf(t, L);
-        }
+        leaf_changed(t, L);
         return 0;
     }
     double h1 = L->w1[pos], h0 = L->w0[pos], l1, l0;
@@ -960,14 +967,7 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
         }
         if (changed) {
             t->version++;
-            if (t->height > 0 && L->n < LMIN) {
-                t->sgen++;
-                mark_path(t);
-                rebalance(t, t->height - 1);
-                collapse_root(t);
-            } else {
-                settle_leaf(t, L);
-            }
+            leaf_changed(t, L);
         }
         if (failed) return -1;
         if (structural) {
