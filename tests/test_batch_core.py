@@ -48,7 +48,7 @@ def same(a: StreamingThors, b: StreamingThors) -> None:
         assert queue(a) == queue(b)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(deadline=None)
 @given(batches=st.lists(EVENTS, min_size=1, max_size=6), window=st.one_of(st.none(), st.integers(1, 400)),
        cancel=st.lists(st.integers(0, 10**6), max_size=3))
 def test_batches_equal_the_per_event_path(batches, window, cancel):
