@@ -163,3 +163,19 @@ def test_core_entries_refuse_non_finite_keys():
         t.apply_sorted(np.array([1.5]), np.array([np.inf]), np.zeros(1), np.ones(1), np.zeros(1))
     t.check()
     assert t.export() == before
+
+
+def test_signed_zeros_keep_the_key_that_arrived_first():
+    """-0.0 == 0.0 is one score; a batch keeps the one that arrived first, as per-event
+    updates do (found in review: the radix order put -0.0 first whatever the arrival)."""
+    s = np.array([0.0] + [-0.0] * 39 + [0.5] * 10)
+    y = np.array([False] * 40 + [True] * 10)
+    for first in (0.0, -0.0):
+        s[0] = first
+        a = StreamingThors(fn_cost=1, fp_cost=1, window=100)
+        b = StreamingThors(fn_cost=1, fp_cost=1, window=100)
+        a.update_many(s, y)
+        for v, t in zip(s.tolist(), y.tolist()):
+            b.update(v, t)
+        assert repr(a.get()) == repr(b.get()) == repr(first)
+        assert repr(a.held()[0].tolist()) == repr(b.held()[0].tolist())

@@ -142,6 +142,11 @@ def _drop_candidate_event(h, a):
         (lambda h, a: a.__setitem__("selector_state", a["selector_state"][:-1].copy()), ("selector_state",)),
         (lambda h, a: a.pop("selector_rng"), ("selector_rng",)),
         (lambda h, a: h["params"].pop("selector"), ("window=",)),
+        # a candidate with other settings than the wrapper's (found in review: it loaded, and
+        # the first learn_one raised NPInfeasibleError)
+        (lambda h, a: [p.update(max_fpr=0.001) for p in h["params"]["selector"]["experts"]], ("settings",)),
+        (lambda h, a: h["params"]["selector"]["experts"][0].update(default_threshold=0.5), ("settings",)),
+        (lambda h, a: a.__setitem__("sel9_keys", np.zeros(1)), ("no candidate", "sel9_keys")),
     ],
 )
 def test_auto_hostile_files_are_refused_and_change_nothing(tmp_path, edit, needles):
@@ -293,3 +298,26 @@ def test_segmented_and_plain_files_do_not_mix(tmp_path):
     arrays["seg_keys"] = np.zeros(1)
     with pytest.raises(ValueError, match="segments' arrays"):
         plain.load_thresholding(forge(tmp_path / "mixed.ckpt", header, arrays))
+
+
+def test_plain_wrapper_learns_into_the_loaded_summary(tmp_path):
+    """Found in review (older than the auto/segment checkpoints): after load_thresholding, a
+    plain wrapper's fast learn_one path kept feeding the summary it had before the load."""
+    from river import linear_model
+
+    def plain():
+        return ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, window=200, warm_up=0)
+
+    a = plain()
+    for x, y in _stream(300):
+        a.predict_one(x)
+        a.learn_one(x, y)
+    a.save_thresholding(tmp_path / "p.ckpt")
+    b = plain()
+    b.load_thresholding(tmp_path / "p.ckpt")
+    b.classifier = copy.deepcopy(a.classifier)
+    for x, y in _stream(300, seed=5):
+        assert a.predict_one(x) == b.predict_one(x)
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+        assert a.threshold == b.threshold

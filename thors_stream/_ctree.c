@@ -1497,20 +1497,35 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
     double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
     if (!level || !lsep) goto nomem;
-    if (t->lcap < nl + 16 || t->lcap / 4 > nl + 16) { /* grown, or shrunk when far too big */
+    /* grow what is too small first: a failed realloc leaves the old block, and so the old
+       tree, intact; only when every grow has succeeded is an arena far too big shrunk (a
+       shrink that fails just keeps the bigger block) */
+    if (t->lcap < nl + 16) {
         Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (!p) goto nomem;
         t->leaves = p; t->lcap = (int32_t)(nl + 16);
     }
-    if (t->icap < ni_max || t->icap / 4 > ni_max) {
+    if (t->icap < ni_max) {
         Inner *p = PyMem_Realloc(t->inners, (size_t)ni_max * sizeof(Inner));
         if (!p) goto nomem;
         t->inners = p; t->icap = (int32_t)ni_max;
     }
-    if (t->ocap < nlo + 16 || t->ocap / 4 > nlo + 16) {
+    if (t->ocap < nlo + 16) {
         LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (!p) goto nomem;
         t->los = p; t->ocap = nlo + 16;
+    }
+    if (t->lcap / 4 > nl + 16) {
+        Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
+        if (p) { t->leaves = p; t->lcap = (int32_t)(nl + 16); }
+    }
+    if (t->icap / 4 > ni_max) {
+        Inner *p = PyMem_Realloc(t->inners, (size_t)ni_max * sizeof(Inner));
+        if (p) { t->inners = p; t->icap = (int32_t)ni_max; }
+    }
+    if (t->ocap / 4 > nlo + 16) {
+        LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
+        if (p) { t->los = p; t->ocap = nlo + 16; }
     }
     t->lused = 0; t->lfree = NIL; t->nleaves = 0;
     t->iused = 0; t->ifree = NIL; t->ninners = 0;
@@ -1659,9 +1674,10 @@ done:
     return res;
 }
 
-/* Sortable bits of a double (ascending as the double; -0.0 just below +0.0). */
+/* Sortable bits of a double (ascending as the double; -0.0 as +0.0). */
 static inline uint64_t sort_bits(double d) {
     uint64_t u;
+    if (d == 0.0) d = 0.0; /* -0.0 == 0.0: one key, so one digit pattern (the sort is stable) */
     memcpy(&u, &d, 8);
     return (u >> 63) ? ~u : u | ((uint64_t)1 << 63);
 }

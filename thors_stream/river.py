@@ -795,6 +795,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                                      {k: a for k, a in arrays.items() if k.startswith("seg_")}, seg_keys,
                                      params["thors"], thors, where)
         self._thors = thors
+        if self._selector is None:
+            self._source = thors  # the fast learn_one path and predict_one read it
         self._last_t = float(last_t)
         self._n_learned, self._n_pos = n_learned, n_pos
         self._ready, self._n_evicted = ready, n_evicted

@@ -224,11 +224,21 @@ class WindowSelector:
             experts.append(StreamingThors._from_checkpoint_parts(
                 p, st, own, where=f"{where} (candidate {self.names[i]!r})"))
         experts.append(last)
+        def settings(e: StreamingThors) -> tuple[Any, ...]:
+            return (e.fn_cost, e.fp_cost, e.window, e._period_s, e.class_prior, e.default_threshold, e._load,
+                    e.max_fpr, e.max_fnr, e.confidence)
+
+        for nm, e, ours in zip(self.names, experts, self._experts):
+            if settings(e) != settings(ours):
+                raise bad(f"candidate {nm!r}", f"has the settings {settings(e)!r}, this wrapper's candidate "
+                          f"{settings(ours)!r} (fn_cost, fp_cost, window, period, class_prior, default_threshold, "
+                          f"load, max_fpr, max_fnr, confidence)")
+        known = {f"sel{i}_" for i in range(len(ps))}
+        stray = sorted(key for key in arrays if key.startswith("sel") and not key.startswith("selector_")
+                       and key[: key.index("_") + 1] not in known)
+        if stray:
+            raise bad("the file", f"holds arrays of no candidate: {stray[:5]!r}")
         for e, w, nm in zip(experts, self.windows, self.names):
-            if (e.window, e.fn_cost, e.fp_cost, e.class_prior) != (w, self.fn_cost, self.fp_cost,
-                                                                    self._experts[0].class_prior):
-                raise bad(f"candidate {nm!r}", f"has (window, fn_cost, fp_cost, class_prior) = "
-                          f"{(e.window, e.fn_cost, e.fp_cost, e.class_prior)!r}")
             if len(e) != min(n, w):
                 raise bad(f"candidate {nm!r}", f"holds {len(e)} events, expected min(n={n}, window={w})")
         k = len(self.names)
