@@ -179,3 +179,36 @@ def test_signed_zeros_keep_the_key_that_arrived_first():
             b.update(v, t)
         assert repr(a.get()) == repr(b.get()) == repr(first)
         assert repr(a.held()[0].tolist()) == repr(b.held()[0].tolist())
+
+
+@pytest.mark.parametrize("window", [20_000, None])
+def test_memory_error_part_way_through_a_batch_poisons_the_summary(window):
+    """A MemoryError after part of a batch went in (found in review with an injected
+    allocation failure) must not leave a summary that answers from a tree out of step with
+    its queue: every later call raises, naming what happened. One that fails before any
+    change (the first allocation) changes nothing."""
+    from thors_stream._ctree import _fail_reserve_after
+
+    rng = np.random.default_rng(0)
+    s0 = rng.random(20_000)
+    st_ = StreamingThors(fn_cost=1, fp_cost=1, window=window)
+    st_.update_many(s0, s0 > 0.5)
+    before = (rows(st_), st_.get())
+    s1 = rng.random(40)
+    try:
+        _fail_reserve_after(0)  # the very first reservation fails: nothing applied
+        with pytest.raises(MemoryError):
+            st_.update_many(s1, s1 > 0.5)
+    finally:
+        _fail_reserve_after(-1)
+    assert (rows(st_), st_.get()) == before
+    try:
+        _fail_reserve_after(20)  # fails after 20 leaves of the batch went in
+        with pytest.raises(MemoryError):
+            st_.update_many(s1, s1 > 0.5)
+    finally:
+        _fail_reserve_after(-1)
+    for call in (lambda: st_.get(), lambda: st_.update(0.3, True), lambda: st_.update_many([0.3], [1]),
+                 lambda: st_.held(), lambda: st_.cost):
+        with pytest.raises(RuntimeError, match="inconsistent"):
+            call()

@@ -120,7 +120,22 @@ typedef struct {
     double *pr_key;
     Py_ssize_t pr_head, pr_size, pr_cap;
     int pr_state; /* 0 off (until the first fast revert), 1 recording, -1 given up */
+    /* set when a batch failed part way (a MemoryError after some of its changes were made):
+       the tree no longer matches the queue, so every entry point refuses to go on */
+    int broken;
 } CTree;
+
+/* Raise (and return -1) when the tree is broken (see CTree.broken). */
+static int refuse_broken(const CTree *t) {
+    if (!t->broken) return 0;
+    PyErr_SetString(PyExc_RuntimeError,
+                    "this summary is inconsistent: a MemoryError interrupted a batch (update_many) after part of "
+                    "it was applied; rebuild the summary or load a checkpoint");
+    return -1;
+}
+
+/* Tests only: make the n+1-th later reserve() fail with MemoryError (-1: never). */
+static long long fail_reserve_after = -1;
 
 /* ------------------------------------------------------------------ arenas */
 
@@ -137,6 +152,7 @@ static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
 
 /* Make room for k new leaves, inner nodes and lo blocks (before any structural change). */
 static int reserve(CTree *t, int32_t k) {
+    if (fail_reserve_after >= 0 && fail_reserve_after-- == 0) { PyErr_NoMemory(); return -1; }
     if (t->lcap - t->lused >= k && t->icap - t->iused >= k && t->ocap - t->oused >= k) return 0;
     int32_t freeL = t->lcap - t->lused, freeI = t->icap - t->iused, freeO = t->ocap - t->oused;
     int32_t fl = 0, fi = 0, fo = 0;
@@ -927,8 +943,9 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
     Py_ssize_t qa = 0; /* next event whose leaf the prefetching finger loads */
     for (; qa < m && qa < AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
     Py_ssize_t q = 0;
+    int applied = 0; /* some change made: a failure from here on leaves the batch half done */
     while (q < m) {
-        if (reserve(t, t->height + 3) < 0) return -1;
+        if (reserve(t, t->height + 3) < 0) goto fail;
         int32_t leaf = finger_descend(t, &at, k[q], 1);
         double hi = t->height ? at.hi[t->height - 1] : INFINITY;
         int last = hi == INFINITY; /* the rightmost leaf also takes a key of +inf */
@@ -968,16 +985,22 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
         if (changed) {
             t->version++;
             leaf_changed(t, L);
+            applied = 1;
         }
-        if (failed) return -1;
+        if (failed) goto fail;
         if (structural) {
             Py_ssize_t r = q + 1;
             while (r < m && k[r] == k[q]) r++;
-            if (run_upserts(t, k, a1, a0, d1, d0, q, r) < 0) return -1;
+            int rc = run_upserts(t, k, a1, a0, d1, d0, q, r);
+            applied = 1; /* its first events may have gone in before a failure */
+            if (rc < 0) goto fail;
             q = r;
         }
     }
     return 0;
+fail:
+    if (applied) t->broken = 1;
+    return -1;
 }
 
 /* ------------------------------------------------------------------ revert predictor */
@@ -1240,6 +1263,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     int pos;
     PyObject *w, *t;
     if (!self->slow_update) { PyErr_SetString(PyExc_RuntimeError, "fast_update before bind()"); return NULL; }
+    if (refuse_broken(self) < 0) return NULL;
     if (self->busy || self->ring == 2 || fast_args(args, nargs, kwnames, 1, &s, &pos, &w, &t) < 0) goto slow;
     if (t && t != Py_None) goto slow;
     if (w) {
@@ -1265,6 +1289,7 @@ static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_
     int pos;
     PyObject *w, *t;
     if (!self->slow_revert) { PyErr_SetString(PyExc_RuntimeError, "fast_revert before bind()"); return NULL; }
+    if (refuse_broken(self) < 0) return NULL;
     if (self->busy || self->ring != 0 || fast_args(args, nargs, kwnames, 0, &s, &pos, &w, &t) < 0) goto slow;
     if (w && !(PyFloat_CheckExact(w) && PyFloat_AS_DOUBLE(w) == 1.0)) goto slow;
     if (self->ledger_at && PyDict_Size(self->ledger_at) != 0) goto slow;
@@ -1283,7 +1308,11 @@ slow:
 /* enter() / exit(): bracket a Python method working on the core; meanwhile the fast
    paths hand over to the (locked) Python methods, so a thread never sees a half-done
    batch. */
-static PyObject *CTree_enter(CTree *self, PyObject *Py_UNUSED(ignored)) { self->busy++; Py_RETURN_NONE; }
+static PyObject *CTree_enter(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (refuse_broken(self) < 0) return NULL;
+    self->busy++;
+    Py_RETURN_NONE;
+}
 static PyObject *CTree_exit(CTree *self, PyObject *Py_UNUSED(ignored)) {
     if (self->busy > 0) self->busy--;
     Py_RETURN_NONE;
@@ -1364,6 +1393,7 @@ static PyObject *CTree_best(CTree *self, PyObject *Py_UNUSED(ignored)) {
 }
 
 static PyObject *CTree_threshold(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (refuse_broken(self) < 0) return NULL;
     if (self->n_keys == 0) Py_RETURN_NONE;
     clean(self);
     return PyFloat_FromDouble(self->top.minp < 0.0 ? self->top.argk : -INFINITY);
@@ -1779,6 +1809,7 @@ static int event_buffers(PyObject *args, Py_ssize_t want, Py_buffer *b, Py_ssize
 static PyObject *CTree_add_many(CTree *self, PyObject *args) {
     Py_buffer b[3];
     Py_ssize_t m;
+    if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 3, b, &m, "add_many(s, y, w)") < 0) return NULL;
     int8_t *sign = PyMem_Malloc((size_t)(m ? m : 1));
     int rc = -1;
@@ -1800,6 +1831,7 @@ static PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
     Py_buffer b[3];
     Py_ssize_t m;
     if (self->ring != 1) { PyErr_SetString(PyExc_TypeError, "window_push_many needs a count ring"); return NULL; }
+    if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 4, b, &m, "window_push_many(s, y, w, limit)") < 0) return NULL;
     PyObject *res = NULL;
     double *ev = NULL;
@@ -1974,6 +2006,7 @@ static PyObject *CTree_set_np_tables(CTree *self, PyObject *args) {
    the class counts are outside the tables (or nothing is admissible) it calls the Python
    slow path, which refills the tables or raises. O(log n). */
 static PyObject *CTree_np_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (refuse_broken(self) < 0) return NULL;
     if (self->n_keys == 0) Py_RETURN_NONE;
     if (!self->slow_get) { PyErr_SetString(PyExc_RuntimeError, "np_get before bind()"); return NULL; }
     if (self->busy) goto slow;
@@ -2345,6 +2378,7 @@ static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize
             PyErr_SetString(PyExc_TypeError, "selector_step: trees must be count-window CTree objects");
             goto done;
         }
+        if (refuse_broken((CTree *)t) < 0) goto done;
     }
     {
         double *log_prior = b[0].buf, *costs = log_prior + n, *p = costs + n, *scal = p + n;
@@ -2406,9 +2440,19 @@ done:
     return res;
 }
 
+/* _fail_reserve_after(n): tests only, make the n+1-th later reserve() fail (-1: never). */
+static PyObject *set_fail_reserve_after(PyObject *Py_UNUSED(module), PyObject *arg) {
+    long long n = PyLong_AsLongLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    fail_reserve_after = n < 0 ? -1 : n;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"selector_step", (PyCFunction)(void (*)(void))selector_step, METH_FASTCALL,
      "selector_step(trees, default, score, is_pos, w, fn, fp, leader, state)"},
+    {"_fail_reserve_after", (PyCFunction)set_fail_reserve_after, METH_O,
+     "_fail_reserve_after(n): tests only; the n+1-th later reserve() raises MemoryError (-1: never)"},
     {NULL, NULL, 0, NULL},
 };
 
