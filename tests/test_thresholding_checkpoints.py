@@ -114,6 +114,13 @@ def _weights_not_adahedge(h, a):
     p[:] = p[::-1].copy() if not np.allclose(p, p[::-1]) else np.eye(5)[0]
 
 
+def _swap_candidate_events(h, a):
+    # the shortest window's candidate holds two of its events in the other order: valid on
+    # its own, but not the newest events of the longest window
+    for name in ("sel0_queue_s", "sel0_queue_y", "sel0_queue_w"):
+        a[name][[0, 1]] = a[name][[1, 0]]
+
+
 def _drop_candidate_event(h, a):
     # the shortest window's candidate (500 events) loses its newest queued event
     for name in ("sel0_queue_s", "sel0_queue_y", "sel0_queue_w"):
@@ -132,6 +139,7 @@ def _drop_candidate_event(h, a):
         (lambda h, a: h["state"]["selector"].update(n=10), ("holds", "min(n=10")),
         (lambda h, a: h["state"]["selector"]["experts"].pop(), ("candidates",)),
         (_drop_candidate_event, ("candidate 'window 500'",)),
+        (_swap_candidate_events, ("newest events of the longest window",)),
         (lambda h, a: _sv(a)[0].__setitem__(0, 0.0), ("prior",)),
         (_set_costs_negative, (">= 0",)),
         (lambda h, a: _sv(a)[1].__setitem__(1, np.nan), ("non-finite",)),

@@ -241,6 +241,13 @@ class WindowSelector:
         for e, w, nm in zip(experts, self.windows, self.names):
             if len(e) != min(n, w):
                 raise bad(f"candidate {nm!r}", f"holds {len(e)} events, expected min(n={n}, window={w})")
+        # the windows are nested: each candidate holds the newest events of the longest one
+        longest = last._queue.arrays()
+        for e, nm in zip(experts[:-1], self.names):
+            own = e._queue.arrays()
+            tail = [a[len(a) - len(own[0]):] for a in longest]
+            if not all(np.array_equal(a, b) for a, b in zip(own, tail)):
+                raise bad(f"candidate {nm!r}", "does not hold the newest events of the longest window")
         k = len(self.names)
         sv, rng = arrays.get("selector_state"), arrays.get("selector_rng")
         if sv is None or sv.dtype != np.float64 or sv.shape != (3 * k + 4,):
