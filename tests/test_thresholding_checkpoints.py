@@ -31,13 +31,18 @@ def _stream(n, seed=0):
         yield {"x": float(rng.normal(1.0 if y else -0.5)), "z": float(rng.normal())}, y
 
 
-def _trained(n=3_000, **kw):
-    m = _auto(**kw)
-    for i, (x, y) in enumerate(_stream(n)):
+def _fed(m, events, waiting):
+    """``m`` after scoring and learning ``events`` under delayed-label keys, with one more
+    score (``waiting``) still waiting for its label."""
+    for i, (x, y) in enumerate(events):
         m.predict_one(x, key=i)
         m.learn_one(x, y, key=i)
-    m.predict_one({"x": 0.1, "z": 0.0}, key="waiting")
+    m.predict_one(waiting, key="waiting")
     return m
+
+
+def _trained(n=3_000, **kw):
+    return _fed(_auto(**kw), _stream(n), {"x": 0.1, "z": 0.0})
 
 
 def _state(m):
@@ -205,12 +210,7 @@ def _seg_stream(n, seed=0):
 
 
 def _seg_trained(n=3_000, **kw):
-    m = _segmented(**kw)
-    for i, (x, y) in enumerate(_seg_stream(n)):
-        m.predict_one(x, key=i)
-        m.learn_one(x, y, key=i)
-    m.predict_one({"x": 0.2, "c": 1.0}, key="waiting")
-    return m
+    return _fed(_segmented(**kw), _seg_stream(n), {"x": 0.2, "c": 1.0})
 
 
 def _seg_state(m):
