@@ -120,6 +120,36 @@ def test_radix_order_signs_zeros_and_magnitudes():
     st_._tree.check()
 
 
+@pytest.mark.parametrize("m", [40, 3_000, 30_000])
+@pytest.mark.parametrize("spread", ["crowded", "mixed"])
+def test_radix_order_keys_that_share_their_top_bits(m, spread):
+    """The sort orders keys by their top 33 bits, then by insertion; keys crowded within
+    2**-21 of each other (here: neighbouring doubles above 1.0) exceed its move budget and
+    take the full six-pass sort. Either way the order is exact, on both batch strategies
+    (into a tree 16x the batch: leaf by leaf; into an empty one: merge and rebuild)."""
+    rng = np.random.default_rng(m)
+    vals = 1.0 + rng.integers(0, 4 * m if spread == "crowded" else 50, m) * 2.0**-52
+    if spread == "mixed":
+        vals[::3] = rng.normal(size=vals[::3].size)
+    y = rng.random(m) < 0.5
+    w = rng.choice([1.0, 2.0**30, 2.0**-30, 0.5], size=m)
+    base = rng.random(16 * m + 1_000)
+    base_y = rng.random(base.size) < 0.5
+    into_tree, into_empty = StreamingThors(fn_cost=3, fp_cost=1), StreamingThors(fn_cost=3, fp_cost=1)
+    ref_tree, ref_empty = (StreamingThors(fn_cost=3, fp_cost=1, backend="python") for _ in range(2))
+    into_tree.update_many(base, base_y)
+    ref_tree.update_many(base, base_y)
+    into_tree.update_many(vals, y, w)
+    into_empty.update_many(vals, y, w)
+    for a, b, c in zip(vals.tolist(), y.tolist(), w.tolist()):
+        ref_tree.update(a, b, c)
+        ref_empty.update(a, b, c)
+    for fast, ref in ((into_tree, ref_tree), (into_empty, ref_empty)):
+        fast._tree.check()
+        assert rows(fast) == rows(ref)
+        assert fast.get() == ref.get()
+
+
 @pytest.mark.parametrize(
     "args, exc",
     [

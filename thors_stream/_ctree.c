@@ -1824,9 +1824,31 @@ static inline uint64_t sort_bits(double d) {
     return (u >> 63) ? ~u : u | ((uint64_t)1 << 63);
 }
 
-/* order[0..m) = the positions of key[0..m) in ascending key order: LSD radix sort on 11-bit
-   digits (six passes at most, a pass skipped when all keys share its digit). O(m) time,
-   24 bytes per key of scratch. Returns 0, or -1 with MemoryError set. */
+/* One stable LSD pass on digit p (bits 11p .. 11p + 10) of k1, carrying src along into
+   dst; skipped (returns 0) when every key has the same digit. hist is the digit's
+   histogram, turned into offsets here. */
+static int radix_pass(int p, uint32_t *hist, Py_ssize_t m, uint64_t **k1, uint64_t **k2, uint32_t **src,
+                      uint32_t **dst) {
+    int sh = 11 * p;
+    if (hist[((*k1)[0] >> sh) & 2047] == (uint32_t)m) return 0; /* one digit: nothing to move */
+    uint32_t s = 0;
+    for (int d = 0; d < 2048; d++) { uint32_t c = hist[d]; hist[d] = s; s += c; }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint32_t at = hist[((*k1)[i] >> sh) & 2047]++;
+        (*k2)[at] = (*k1)[i]; (*dst)[at] = (*src)[i];
+    }
+    uint64_t *tk = *k1; *k1 = *k2; *k2 = tk;
+    uint32_t *to = *src; *src = *dst; *dst = to;
+    return 1;
+}
+
+/* order[0..m) = the positions of key[0..m) in ascending key order, stable (equal keys keep
+   their order). An LSD radix sort on the top three 11-bit digits of the keys' sortable bits
+   (sign, exponent and the first 21 bits of the mantissa), then an insertion pass that
+   orders the keys sharing those 33 bits: few in practice, so three passes instead of six.
+   When that pass has moved more than 2m keys (keys crowded within 2**-21 of each other),
+   it stops and the low three digits are sorted too, then the top three again: O(m) worst
+   case. 12 bytes of scratch per key. Returns 0, or -1 with MemoryError set. */
 static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     if (m <= 32) { /* insertion sort */
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -1845,20 +1867,28 @@ static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     for (Py_ssize_t i = 0; i < m; i++) {
         uint64_t b = sort_bits(key[i]);
         k1[i] = b; order[i] = (uint32_t)i;
-        for (int p = 0; p < 6; p++) hist[p][(b >> (11 * p)) & 2047]++;
+        for (int p = 3; p < 6; p++) hist[p][(b >> (11 * p)) & 2047]++;
     }
     uint32_t *src = order, *dst = o2;
-    for (int p = 0; p < 6; p++) {
-        int sh = 11 * p;
-        if (hist[p][(k1[0] >> sh) & 2047] == (uint32_t)m) continue; /* one digit: nothing to move */
-        uint32_t s = 0;
-        for (int d = 0; d < 2048; d++) { uint32_t c = hist[p][d]; hist[p][d] = s; s += c; }
-        for (Py_ssize_t i = 0; i < m; i++) {
-            uint32_t at = hist[p][(k1[i] >> sh) & 2047]++;
-            k2[at] = k1[i]; dst[at] = src[i];
-        }
-        uint64_t *tk = k1; k1 = k2; k2 = tk;
-        uint32_t *to = src; src = dst; dst = to;
+    for (int p = 3; p < 6; p++) radix_pass(p, hist[p], m, &k1, &k2, &src, &dst);
+    /* the keys that share their top 33 bits are adjacent now: order them by insertion */
+    Py_ssize_t moves = 0, budget = 2 * m;
+    int done = 1;
+    for (Py_ssize_t i = 1; i < m && done; i++) {
+        uint64_t v = k1[i];
+        if (k1[i - 1] <= v) continue;
+        uint32_t o = src[i];
+        Py_ssize_t j = i;
+        while (j > 0 && k1[j - 1] > v) { k1[j] = k1[j - 1]; src[j] = src[j - 1]; j--; }
+        k1[j] = v; src[j] = o;
+        moves += i - j;
+        if (moves > budget) done = 0;
+    }
+    if (!done) { /* crowded keys: a full LSD sort (stable, so equal keys keep their order) */
+        memset(hist, 0, 6 * sizeof *hist);
+        for (Py_ssize_t i = 0; i < m; i++)
+            for (int p = 0; p < 6; p++) hist[p][(k1[i] >> (11 * p)) & 2047]++;
+        for (int p = 0; p < 6; p++) radix_pass(p, hist[p], m, &k1, &k2, &src, &dst);
     }
     if (src != order) memcpy(order, src, (size_t)m * sizeof(uint32_t));
     PyMem_Free(kb); PyMem_Free(o2); PyMem_Free(hist);
