@@ -986,23 +986,30 @@ typedef struct {
 /* Event u removes (its counts are negative): a key's removals come after its additions. */
 static inline int is_removal(const double *d1, const double *d0, Py_ssize_t u) { return d1[u] < 0 || d0[u] < 0; }
 
-static int run_state(KeyState *s, double key, const double *a1, const double *a0, const double *d1,
-                     const double *d0, Py_ssize_t q, Py_ssize_t r) {
+/* run_state without raising (callable without the GIL): -1 a removal of what is not
+   held, -2 a count beyond 2**32 - 1. */
+static int run_state_code(KeyState *s, const double *a1, const double *a0, const double *d1, const double *d0,
+                          Py_ssize_t q, Py_ssize_t r) {
     for (int pass = 0; pass < 2; pass++)
         for (Py_ssize_t u = q; u < r; u++) {
             if (is_removal(d1, d0, u) != pass) continue;
             int64_t n1 = s->c1 + (int64_t)d1[u], n0 = s->c0 + (int64_t)d0[u];
-            if (n1 < 0 || n0 < 0) { key_error(key); return -1; }
-            if (n1 > UINT32_MAX || n0 > UINT32_MAX) {
-                PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
-                return -1;
-            }
+            if (n1 < 0 || n0 < 0) return -1;
+            if (n1 > UINT32_MAX || n0 > UINT32_MAX) return -2;
             if (s->c1 + s->c0 == 0 && n1 + n0 == 0) continue; /* nothing held, nothing added */
             if (n1 == 0) { s->h1 = 0.0; s->l1 = 0.0; } else if (a1[u] != 0.0) dd_add(&s->h1, &s->l1, a1[u]);
             if (n0 == 0) { s->h0 = 0.0; s->l0 = 0.0; } else if (a0[u] != 0.0) dd_add(&s->h0, &s->l0, a0[u]);
             s->c1 = n1; s->c0 = n0;
         }
     return 0;
+}
+
+static int run_state(KeyState *s, double key, const double *a1, const double *a0, const double *d1,
+                     const double *d0, Py_ssize_t q, Py_ssize_t r) {
+    int rc = run_state_code(s, a1, a0, d1, d0, q, r);
+    if (rc == -1) key_error(key);
+    if (rc == -2) PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+    return rc < 0 ? -1 : 0;
 }
 
 /* The events of one key, one upsert each, in run_state's order (the structural path). */
@@ -1093,6 +1100,206 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
 fail:
     if (applied) t->broken = 1;
     return -1;
+}
+
+/* ------------------------------------------------------------------ two-thread batches */
+
+/* A large sorted batch is applied by two threads: each takes the events of its own inner
+   nodes of level 1 (the split falls between two of them), so the two never write the
+   same leaf, the same count or lo block, or the same parent entry. Each leaf whose change
+   leaves its shape alone (its key count stays within [LMIN, LCAP] and no lo block is
+   needed) is changed in place and its aggregate settled in its parent, as apply_runs
+   does; any other leaf's events are left to a serial apply_runs afterwards, as are the
+   stale marks above level 1. Nothing here allocates, raises or touches a Python object:
+   the second thread runs without the GIL, while the calling thread keeps it (so no other
+   Python thread can reach this tree meanwhile). The end state holds the same keys, weights
+   and counts as apply_runs would give (the per-key results do not depend on the order in
+   which keys are applied); only where leaves split may differ. */
+
+#define PAR_MIN 4096 /* below this many changes one thread does it all (a thread start costs ~50 us) */
+static int batch_threads = 2; /* tests: 1 = always serial */
+static long long two_thread_batches, deferred_runs; /* tests: what the two-thread path did */
+
+typedef struct {
+    CTree *t;
+    const double *k, *a1, *a0, *d1, *d0;
+    Py_ssize_t q0, q1;   /* this half's events */
+    Py_ssize_t *defer;   /* [q, r) pairs of events left to the serial pass */
+    Py_ssize_t ndefer;
+    int32_t *paths;      /* per level-1 node touched: the path above it (node, idx per depth) */
+    Py_ssize_t npaths;
+    Py_ssize_t dkeys;    /* change in the number of keys */
+    int changed;
+    PyThread_type_lock done;
+} Half;
+
+/* The events [q, r) all fall in leaf L: apply them in place if that keeps the leaf's
+   shape (returns 1), else change nothing (returns 0). */
+static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r) {
+    const double *k = h->k, *a1 = h->a1, *a0 = h->a0, *d1 = h->d1, *d0 = h->d0;
+    /* dry pass: the leaf's key count during and after the change (keys go in and out in
+       key order, so it may peak in between), and whether a lo block is needed */
+    int32_t n = L->n, peak = L->n, pos = 0;
+    for (Py_ssize_t u = q; u < r;) {
+        double key = k[u];
+        Py_ssize_t v = u + 1;
+        while (v < r && k[v] == key) v++;
+        pos = count_below(L, pos, key);
+        int exists = pos < L->n && L->key[pos] == key;
+        KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
+        if (exists) {
+            uint32_t o1, o0;
+            get_counts(t, L, pos, &o1, &o0);
+            s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = o1; s.c0 = o0;
+            leaf_lo_get(t, L, pos, &s.l1, &s.l0);
+        }
+        if (run_state_code(&s, a1, a0, d1, d0, u, v) < 0) return 0; /* the serial pass raises */
+        int keep = s.c1 + s.c0 > 0;
+        if (keep && L->lo == NIL && (s.l1 != 0.0 || s.l0 != 0.0)) return 0; /* would allocate */
+        n += (keep && !exists) - (!keep && exists);
+        if (n > peak) peak = n;
+        u = v;
+    }
+    if (n < LMIN || peak > LCAP) return 0;
+    /* the change: apply_runs' loop without its structural branch */
+    pos = 0;
+    for (Py_ssize_t u = q; u < r;) {
+        double key = k[u];
+        Py_ssize_t v = u + 1;
+        while (v < r && k[v] == key) v++;
+        pos = count_below(L, pos, key);
+        int exists = pos < L->n && L->key[pos] == key;
+        KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
+        if (exists) {
+            uint32_t o1, o0;
+            get_counts(t, L, pos, &o1, &o0);
+            s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = o1; s.c0 = o0;
+            leaf_lo_get(t, L, pos, &s.l1, &s.l0);
+        }
+        run_state_code(&s, a1, a0, d1, d0, u, v);
+        if (s.c1 + s.c0 > 0) {
+            if (!exists) { leaf_open(t, L, pos); L->key[pos] = key; h->dkeys++; }
+            L->w1[pos] = s.h1; L->w0[pos] = s.h0;
+            set_counts(t, L, pos, (uint32_t)s.c1, (uint32_t)s.c0);
+            leaf_lo_set(t, L, pos, s.l1, s.l0); /* no allocation: checked above */
+            pos++;
+        } else if (exists) {
+            leaf_close(t, L, pos);
+            h->dkeys--;
+        }
+        u = v;
+    }
+    return 1;
+}
+
+static void half_run(void *arg) {
+    enum { AHEAD = 8 };
+    Half *h = arg;
+    CTree *t = h->t;
+    const double *k = h->k;
+    int H = t->height; /* >= 2 */
+    Finger ahead = {0}, at = {0};
+    Py_ssize_t qa = h->q0, q = h->q0;
+    int32_t parent = NIL;
+    while (q < h->q1) {
+        int32_t leaf = finger_descend(t, &at, k[q], 0);
+        double hi = at.hi[H - 1];
+        int last = hi == INFINITY;
+        Py_ssize_t r = q + 1;
+        while (r < h->q1 && (k[r] < hi || last)) r++;
+        for (; qa < h->q1 && qa < r + AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
+        Leaf *L = &t->leaves[leaf];
+        if (leaf_in_place(t, L, h, q, r)) {
+            Inner *P = &t->inners[at.node[H - 1]];
+            int32_t i = at.idx[H - 1];
+            leaf_agg(t, L, &P->agg[i]);
+            P->mask &= ~BIT(i);
+            h->changed = 1;
+            if (at.node[H - 1] != parent) { /* the path above this level-1 node, marked later */
+                parent = at.node[H - 1];
+                int32_t *p = h->paths + h->npaths * 2 * (H - 1);
+                for (int l = 0; l < H - 1; l++) { p[2 * l] = at.node[l]; p[2 * l + 1] = at.idx[l]; }
+                h->npaths++;
+            }
+        } else {
+            h->defer[2 * h->ndefer] = q; h->defer[2 * h->ndefer + 1] = r;
+            h->ndefer++;
+        }
+        q = r;
+    }
+    if (h->done) PyThread_release_lock(h->done);
+}
+
+/* apply_runs with two threads (see above); falls back to apply_runs when the batch is
+   small, the tree is shallow, or a thread or scratch memory is not to be had. */
+static int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
+                          const double *d0, Py_ssize_t m) {
+    int H = t->height;
+    if (batch_threads < 2 || m < PAR_MIN || H < 2) return apply_runs(t, k, a1, a0, d1, d0, m);
+    /* split between two level-1 nodes, near the middle */
+    Finger f = {0};
+    finger_descend(t, &f, k[m / 2], 0);
+    double bound = f.hi[H - 2] < INFINITY ? f.hi[H - 2] : f.lo[H - 2];
+    Py_ssize_t lo = 0, hi = m; /* first event with key >= bound */
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (k[mid] < bound) lo = mid + 1; else hi = mid;
+    }
+    Py_ssize_t split = lo;
+    if (split < PAR_MIN / 4 || m - split < PAR_MIN / 4) return apply_runs(t, k, a1, a0, d1, d0, m);
+    Half half[2];
+    Py_ssize_t npath = (Py_ssize_t)t->ninners + 1;
+    Py_ssize_t *defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
+    int32_t *paths = PyMem_Malloc((size_t)npath * 2 * 2 * (H - 1) * sizeof(int32_t));
+    PyThread_type_lock done = PyThread_allocate_lock();
+    if (!defer || !paths || !done) {
+        PyMem_Free(defer); PyMem_Free(paths);
+        if (done) PyThread_free_lock(done);
+        return apply_runs(t, k, a1, a0, d1, d0, m);
+    }
+    for (int j = 0; j < 2; j++) {
+        Half *h = &half[j];
+        h->t = t; h->k = k; h->a1 = a1; h->a0 = a0; h->d1 = d1; h->d0 = d0;
+        h->q0 = j ? split : 0; h->q1 = j ? m : split;
+        h->defer = defer + 2 * h->q0; h->ndefer = 0;
+        h->paths = paths + (Py_ssize_t)j * npath * 2 * (H - 1); h->npaths = 0;
+        h->dkeys = 0; h->changed = 0; h->done = NULL;
+    }
+    /* the lock is held until the second thread releases it at its end */
+    half[1].done = done;
+    PyThread_acquire_lock(done, WAIT_LOCK);
+    if (PyThread_start_new_thread(half_run, &half[1]) == PYTHREAD_INVALID_THREAD_ID) {
+        half[1].done = NULL; /* no thread: this one does both halves */
+        PyThread_release_lock(done);
+        half_run(&half[1]);
+        half_run(&half[0]);
+    } else {
+        half_run(&half[0]);
+        PyThread_acquire_lock(done, WAIT_LOCK); /* the second half is done */
+        PyThread_release_lock(done);
+    }
+    PyThread_free_lock(done);
+    two_thread_batches++;
+    deferred_runs += half[0].ndefer + half[1].ndefer;
+    /* serial: the key count, the stale marks above level 1, then the leaves left over */
+    int changed = half[0].changed | half[1].changed, rc = 0;
+    t->n_keys += half[0].dkeys + half[1].dkeys;
+    if (changed) t->version++;
+    for (int j = 0; j < 2; j++)
+        for (Py_ssize_t g = 0; g < half[j].npaths; g++) {
+            const int32_t *p = half[j].paths + g * 2 * (H - 1);
+            for (int l = 0; l < H - 1; l++) { t->pnode[l] = p[2 * l]; t->pidx[l] = p[2 * l + 1]; }
+            mark_from(t, H - 2);
+        }
+    for (int j = 0; j < 2 && rc == 0; j++)
+        for (Py_ssize_t g = 0; g < half[j].ndefer && rc == 0; g++) {
+            Py_ssize_t q = half[j].defer[2 * g], r = half[j].defer[2 * g + 1];
+            rc = apply_runs(t, k + q, a1 + q, a0 + q, d1 + q, d0 + q, r - q);
+            changed = 1;
+        }
+    if (rc < 0 && changed) t->broken = 1;
+    PyMem_Free(defer); PyMem_Free(paths);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ revert predictor */
@@ -1727,7 +1934,7 @@ static int apply_sorted_impl(CTree *self, const double *k, const double *a1, con
     /* a change whose weight is not its count ends the plain mode (before anything changes) */
     for (Py_ssize_t q = 0; q < m && self->plain; q++)
         if ((a1[q] != d1[q] || a0[q] != d0[q]) && leave_plain(self) < 0) return -1;
-    if (!(m > 64 && m * 16 > n)) return apply_runs(self, k, a1, a0, d1, d0, m);
+    if (!(m > 64 && m * 16 > n)) return apply_runs_two(self, k, a1, a0, d1, d0, m);
     /* merge the sorted deltas into the sorted export and rebuild: O(n + m) */
     int rc = -1;
     Py_ssize_t cap = n + m;
@@ -2588,6 +2795,22 @@ done:
     return res;
 }
 
+/* _set_batch_threads(n): tests only; 1 applies every batch in one thread, 2 (the default)
+   lets large batches use two (see apply_runs_two). Returns the previous setting. */
+static PyObject *set_batch_threads(PyObject *Py_UNUSED(module), PyObject *arg) {
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    int old = batch_threads;
+    batch_threads = n >= 2 ? 2 : 1;
+    return PyLong_FromLong(old);
+}
+
+/* _batch_counters() -> (batches applied by two threads, leaf runs they left to the serial
+   pass) since the module was loaded; tests only. */
+static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(LL)", two_thread_batches, deferred_runs);
+}
+
 /* _fail_reserve_after(n): tests only, make the n+1-th later reserve() fail (-1: never). */
 static PyObject *set_fail_reserve_after(PyObject *Py_UNUSED(module), PyObject *arg) {
     long long n = PyLong_AsLongLong(arg);
@@ -2599,6 +2822,10 @@ static PyObject *set_fail_reserve_after(PyObject *Py_UNUSED(module), PyObject *a
 static PyMethodDef module_methods[] = {
     {"selector_step", (PyCFunction)(void (*)(void))selector_step, METH_FASTCALL,
      "selector_step(trees, default, score, is_pos, w, fn, fp, leader, state)"},
+    {"_batch_counters", (PyCFunction)batch_counters, METH_NOARGS,
+     "_batch_counters() -> (two-thread batches, runs deferred to the serial pass); tests only"},
+    {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
+     "_set_batch_threads(n): tests only; 1 = every batch in one thread, 2 = large batches in two; returns the old value"},
     {"_fail_reserve_after", (PyCFunction)set_fail_reserve_after, METH_O,
      "_fail_reserve_after(n): tests only; the n+1-th later reserve() raises MemoryError (-1: never)"},
     {NULL, NULL, 0, NULL},

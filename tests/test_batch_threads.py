@@ -1,0 +1,162 @@
+"""Large batches on the compiled core use two threads (``apply_runs_two``): each changes
+the leaves under its own inner nodes in place; leaves whose shape would change (splits,
+merges, a new lo block) and the stale marks above are left to a serial pass.
+
+Checked against the same core forced to one thread (``_set_batch_threads(1)``), against
+the numpy backend, and with ``check()``'s invariants, on batches that spread over the tree,
+batches crowded into a few leaves (most runs deferred to the serial pass), weights that
+need double-double low parts, and a failing batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thors_stream import StreamingThors
+from thors_stream._backend import available_backends
+
+pytestmark = pytest.mark.skipif("c" not in available_backends(), reason="compiled core not built")
+
+BIG = 200_000  # distinct keys: a batch of up to 12,500 changes stays below n/16, so it goes leaf by leaf
+
+
+@contextlib.contextmanager
+def threads(n):
+    from thors_stream._ctree import _set_batch_threads
+
+    old = _set_batch_threads(n)
+    try:
+        yield
+    finally:
+        _set_batch_threads(old)
+
+
+def state(s: StreamingThors):
+    s._tree.check()
+    return [a.tolist() for a in s.held()], s.get(), s.cost, len(s)
+
+
+def counters():
+    from thors_stream._ctree import _batch_counters
+
+    return _batch_counters()
+
+
+def feed(s: StreamingThors, batches, n_threads):
+    """Feed the batches; return how many used two threads and how many leaf runs those
+    left to the serial pass."""
+    before = counters()
+    with threads(n_threads):
+        for b in batches:
+            s.update_many(*b)
+            s.get()  # a read between batches: the next one must mark what it leaves stale
+    after = counters()
+    return after[0] - before[0], after[1] - before[1]
+
+
+def make_batches(rng, count, size, crowd, weights):
+    out = []
+    for _ in range(count):
+        k = rng.random(size)
+        if crowd:  # most of the batch inside a few leaves: they overflow, split, and are deferred
+            dense = rng.random(size) < crowd
+            k[dense] = 0.5 + rng.integers(0, 400, int(dense.sum())) * 2.0**-40
+        w = rng.choice([1.0, 2.0**-30, 3.0, 2.0**30], size=size) if weights else np.ones(size)
+        out.append((k, rng.random(size) < 0.3, w))
+    return out
+
+
+@pytest.mark.parametrize("window", [None, BIG])
+@pytest.mark.parametrize("crowd", [0.0, 0.3, 0.9])
+@pytest.mark.parametrize("weights", [False, True])
+def test_two_threads_equal_one(window, crowd, weights):
+    rng = np.random.default_rng(int(crowd * 10) + 7 * weights + (window or 1))
+    base = (rng.random(BIG), rng.random(BIG) < 0.3, np.ones(BIG))
+    batches = [base] + make_batches(rng, 3, 6_000, crowd, weights)
+    one, two = (StreamingThors(fn_cost=7, fp_cost=1, window=window) for _ in range(2))
+    assert feed(one, batches, 1) == (0, 0)
+    used, deferred = feed(two, batches, 2)
+    # every batch after the first (which builds the tree) splits between two threads (one
+    # crowded under a single inner node may not: then one thread does it all)
+    if crowd < 0.9:
+        assert used == len(batches) - 1
+    if used and (crowd or (weights and window)):  # crowded leaves overflow; low parts need lo blocks
+        assert deferred > 0
+    assert state(two) == state(one)
+    if window is None and not weights:
+        ref = StreamingThors(fn_cost=7, fp_cost=1, backend="python")
+        for b in batches:
+            ref.update_many(*b)
+        assert state(two)[0] == [a.tolist() for a in ref.held()]
+        assert two.get() == ref.get()
+
+
+@settings(deadline=None, max_examples=15)
+@given(seed=st.integers(0, 2**32 - 1), size=st.integers(2_100, 6_000), crowd=st.sampled_from([0.0, 0.5, 0.97]),
+       n_batches=st.integers(1, 3), weights=st.booleans())
+def test_two_threads_equal_one_random(seed, size, crowd, n_batches, weights):
+    rng = np.random.default_rng(seed)
+    base = (rng.random(BIG), rng.random(BIG) < 0.3, np.ones(BIG))
+    batches = [base] + make_batches(rng, n_batches, size, crowd, weights)
+    one, two = (StreamingThors(fn_cost=3, fp_cost=2, window=BIG) for _ in range(2))
+    feed(one, batches, 1)
+    used = feed(two, batches, 2)[0]
+    if crowd < 0.9:
+        assert used == n_batches
+    assert state(two) == state(one)
+
+
+def test_two_threads_equal_the_per_event_path():
+    rng = np.random.default_rng(11)
+    base = (rng.random(BIG), rng.random(BIG) < 0.3, np.ones(BIG))
+    batch = make_batches(rng, 1, 6_000, 0.3, True)[0]
+    two = StreamingThors(fn_cost=5, fp_cost=1, window=BIG)
+    single = StreamingThors(fn_cost=5, fp_cost=1, window=BIG)
+    assert feed(two, [base, batch], 2)[0] == 1
+    single.update_many(*base)
+    for a, b, c in zip(*[x.tolist() for x in batch]):
+        single.update(a, b, c)
+    assert state(two) == state(single)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_a_batch_failing_part_way_leaves_a_summary_that_refuses(n_threads):
+    """A removal of a score not held, late in a large batch: both modes raise KeyError and
+    mark the summary broken (changes were made before the failure was found)."""
+    rng = np.random.default_rng(3)
+    s = StreamingThors(fn_cost=1, fp_cost=1)
+    s.update_many(rng.random(BIG), rng.random(BIG) < 0.5)
+    keys = np.sort(rng.random(6_000))  # below n/16: leaf by leaf (above: a rebuild, which checks first)
+    ones, zeros = np.ones(keys.size), np.zeros(keys.size)
+    d1 = ones.copy()
+    d1[-1] = -1.0  # the last key is new: removing it is an error
+    before = counters()[0]
+    with threads(n_threads), pytest.raises(KeyError):
+        s._tree.apply_sorted(keys, d1, zeros, d1, zeros)
+    assert counters()[0] - before == (n_threads == 2)
+    with pytest.raises(RuntimeError, match="inconsistent"):
+        s.get()
+
+
+@pytest.mark.parametrize("extra", [1.0, 2.0**-60])
+def test_changes_at_held_scores_only(extra):
+    """A batch that only adds weight at scores already held changes no leaf's shape: with
+    unit weights every leaf is changed in place by the two threads (the marks above them
+    must then come from the serial pass); a weight of 2**-60 on top of 1 needs a low part,
+    so a new lo block, which only the serial pass may allocate."""
+    rng = np.random.default_rng(5)
+    base_keys = rng.random(BIG)
+    base = (base_keys, rng.random(BIG) < 0.3, np.ones(BIG))
+    at = rng.choice(base_keys, 6_000, replace=False)
+    batch = (at, rng.random(at.size) < 0.3, np.full(at.size, extra))
+    one, two = StreamingThors(fn_cost=7, fp_cost=1), StreamingThors(fn_cost=7, fp_cost=1)
+    feed(one, [base, batch], 1)
+    used, deferred = feed(two, [base, batch], 2)
+    assert used == 1
+    assert (deferred > 0) == (extra != 1.0)
+    assert state(two) == state(one)
