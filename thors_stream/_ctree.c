@@ -1133,61 +1133,59 @@ typedef struct {
     PyThread_type_lock done;
 } Half;
 
+/* The state of key = k[u] (the events u..v-1) in leaf L after its events, the search
+   resuming at *pos (left at the key's slot); *exists: the key is in the leaf now. Returns
+   run_state_code's code. */
+static inline int key_state(CTree *t, Leaf *L, const Half *h, Py_ssize_t u, Py_ssize_t v, int32_t *pos,
+                            KeyState *s, int *exists) {
+    double key = h->k[u];
+    *pos = count_below(L, *pos, key);
+    *exists = *pos < L->n && L->key[*pos] == key;
+    *s = (KeyState){0.0, 0.0, 0.0, 0.0, 0, 0};
+    if (*exists) {
+        uint32_t o1, o0;
+        get_counts(t, L, *pos, &o1, &o0);
+        s->h1 = L->w1[*pos]; s->h0 = L->w0[*pos]; s->c1 = o1; s->c0 = o0;
+        leaf_lo_get(t, L, *pos, &s->l1, &s->l0);
+    }
+    return run_state_code(s, h->a1, h->a0, h->d1, h->d0, u, v);
+}
+
 /* The events [q, r) all fall in leaf L: apply them in place if that keeps the leaf's
    shape (returns 1), else change nothing (returns 0). */
 static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r) {
-    const double *k = h->k, *a1 = h->a1, *a0 = h->a0, *d1 = h->d1, *d0 = h->d0;
-    /* dry pass: the leaf's key count during and after the change (keys go in and out in
-       key order, so it may peak in between), and whether a lo block is needed */
-    int32_t n = L->n, peak = L->n, pos = 0;
-    for (Py_ssize_t u = q; u < r;) {
-        double key = k[u];
-        Py_ssize_t v = u + 1;
-        while (v < r && k[v] == key) v++;
-        pos = count_below(L, pos, key);
-        int exists = pos < L->n && L->key[pos] == key;
-        KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
-        if (exists) {
-            uint32_t o1, o0;
-            get_counts(t, L, pos, &o1, &o0);
-            s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = o1; s.c0 = o0;
-            leaf_lo_get(t, L, pos, &s.l1, &s.l0);
-        }
-        if (run_state_code(&s, a1, a0, d1, d0, u, v) < 0) return 0; /* the serial pass raises */
+    const double *k = h->k;
+    KeyState s;
+    int exists;
+    /* dry run: the leaf's key count after the change, errors, and lo blocks to allocate */
+    int32_t n = L->n, pos = 0;
+    for (Py_ssize_t u = q, v; u < r; u = v) {
+        for (v = u + 1; v < r && k[v] == k[u]; v++) {}
+        if (key_state(t, L, h, u, v, &pos, &s, &exists) < 0) return 0; /* the serial pass raises */
         int keep = s.c1 + s.c0 > 0;
         if (keep && L->lo == NIL && (s.l1 != 0.0 || s.l0 != 0.0)) return 0; /* would allocate */
         n += (keep && !exists) - (!keep && exists);
-        if (n > peak) peak = n;
-        u = v;
     }
-    if (n < LMIN || peak > LCAP) return 0;
-    /* the change: apply_runs' loop without its structural branch */
-    pos = 0;
-    for (Py_ssize_t u = q; u < r;) {
-        double key = k[u];
-        Py_ssize_t v = u + 1;
-        while (v < r && k[v] == key) v++;
-        pos = count_below(L, pos, key);
-        int exists = pos < L->n && L->key[pos] == key;
-        KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
-        if (exists) {
-            uint32_t o1, o0;
-            get_counts(t, L, pos, &o1, &o0);
-            s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = o1; s.c0 = o0;
-            leaf_lo_get(t, L, pos, &s.l1, &s.l0);
+    if (n < LMIN || n > LCAP) return 0;
+    /* the change, as apply_runs makes it: first the keys that leave (pass 0), then the others
+       (pass 1), so the count never exceeds its final value (a key's result does not depend on
+       the order in which keys are applied) */
+    for (int pass = 0; pass < 2; pass++) {
+        pos = 0;
+        for (Py_ssize_t u = q, v; u < r; u = v) {
+            for (v = u + 1; v < r && k[v] == k[u]; v++) {}
+            int rc = key_state(t, L, h, u, v, &pos, &s, &exists), keep = s.c1 + s.c0 > 0;
+            if (pass == 0) {
+                if (exists && !keep) { leaf_close(t, L, pos); h->dkeys--; }
+            } else if (rc == 0 && keep) {
+                /* (rc < 0 here: a key that pass 0 removed; it held events and its net change
+                   removes them all, so from zero its removals go below zero) */
+                if (!exists) { leaf_open(t, L, pos); L->key[pos] = k[u]; h->dkeys++; }
+                L->w1[pos] = s.h1; L->w0[pos] = s.h0;
+                set_counts(t, L, pos, (uint32_t)s.c1, (uint32_t)s.c0);
+                leaf_lo_set(t, L, pos, s.l1, s.l0); /* no allocation: checked above */
+            }
         }
-        run_state_code(&s, a1, a0, d1, d0, u, v);
-        if (s.c1 + s.c0 > 0) {
-            if (!exists) { leaf_open(t, L, pos); L->key[pos] = key; h->dkeys++; }
-            L->w1[pos] = s.h1; L->w0[pos] = s.h0;
-            set_counts(t, L, pos, (uint32_t)s.c1, (uint32_t)s.c0);
-            leaf_lo_set(t, L, pos, s.l1, s.l0); /* no allocation: checked above */
-            pos++;
-        } else if (exists) {
-            leaf_close(t, L, pos);
-            h->dkeys--;
-        }
-        u = v;
     }
     return 1;
 }
@@ -1291,13 +1289,31 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
             for (int l = 0; l < H - 1; l++) { t->pnode[l] = p[2 * l]; t->pidx[l] = p[2 * l + 1]; }
             mark_from(t, H - 2);
         }
-    for (int j = 0; j < 2 && rc == 0; j++)
-        for (Py_ssize_t g = 0; g < half[j].ndefer && rc == 0; g++) {
-            Py_ssize_t q = half[j].defer[2 * g], r = half[j].defer[2 * g + 1];
-            rc = apply_runs(t, k + q, a1 + q, a0 + q, d1 + q, d0 + q, r - q);
-            changed = 1;
+    /* the leaves left over: their events gathered (still sorted) into one apply_runs, whose
+       finger and prefetching then run over all of them */
+    Py_ssize_t left = 0;
+    for (int j = 0; j < 2; j++)
+        for (Py_ssize_t g = 0; g < half[j].ndefer; g++) left += half[j].defer[2 * g + 1] - half[j].defer[2 * g];
+    if (left) {
+        double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
+        if (!buf) {
+            PyErr_NoMemory();
+            rc = -1;
+        } else {
+            double *cols[5] = {buf, buf + left, buf + 2 * left, buf + 3 * left, buf + 4 * left};
+            const double *from[5] = {k, a1, a0, d1, d0};
+            Py_ssize_t o = 0;
+            for (int j = 0; j < 2; j++)
+                for (Py_ssize_t g = 0; g < half[j].ndefer; g++) {
+                    Py_ssize_t q = half[j].defer[2 * g], r = half[j].defer[2 * g + 1];
+                    for (int c = 0; c < 5; c++) memcpy(cols[c] + o, from[c] + q, (size_t)(r - q) * sizeof(double));
+                    o += r - q;
+                }
+            rc = apply_runs(t, cols[0], cols[1], cols[2], cols[3], cols[4], left);
+            PyMem_Free(buf);
         }
-    if (rc < 0 && changed) t->broken = 1;
+    }
+    if (rc < 0 && changed) t->broken = 1; /* (apply_runs marks its own partial failures) */
     PyMem_Free(defer); PyMem_Free(paths);
     return rc;
 }
