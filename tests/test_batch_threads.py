@@ -160,3 +160,17 @@ def test_changes_at_held_scores_only(extra):
     assert used == 1
     assert (deferred > 0) == (extra != 1.0)
     assert state(two) == state(one)
+
+
+@pytest.mark.parametrize("env, expected", [("1", 1), ("2", 2), (None, 2)])
+def test_environment_variable_keeps_batches_in_one_thread(env, expected):
+    import os
+    import subprocess
+    import sys
+
+    code = "from thors_stream._ctree import _set_batch_threads; print(_set_batch_threads(1))"
+    environ = {k: v for k, v in os.environ.items() if k != "THORS_STREAM_BATCH_THREADS"}
+    if env is not None:
+        environ["THORS_STREAM_BATCH_THREADS"] = env
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    assert int(out.stdout) == expected

@@ -2862,6 +2862,9 @@ PyMODINIT_FUNC PyInit__ctree(void) {
         Py_DECREF(m);
         return NULL;
     }
+    /* THORS_STREAM_BATCH_THREADS=1: every batch in the calling thread (see apply_runs_two) */
+    const char *bt = getenv("THORS_STREAM_BATCH_THREADS");
+    if (bt && strcmp(bt, "1") == 0) batch_threads = 1;
     PyModule_AddIntConstant(m, "LEAF_CAPACITY", LCAP);
     PyModule_AddIntConstant(m, "INNER_CAPACITY", ICAP);
     return m;
