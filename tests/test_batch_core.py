@@ -123,8 +123,8 @@ def test_radix_order_signs_zeros_and_magnitudes():
 @pytest.mark.parametrize("m", [40, 3_000, 30_000])
 @pytest.mark.parametrize("spread", ["crowded", "mixed"])
 def test_radix_order_keys_that_share_their_top_bits(m, spread):
-    """The sort orders keys by their top 33 bits, then by insertion; keys crowded within
-    2**-21 of each other (here: neighbouring doubles above 1.0) exceed its move budget and
+    """The sort orders keys by their top 31 bits, then by insertion; keys crowded within
+    2**-19 of each other (here: neighbouring doubles above 1.0) exceed its move budget and
     take the full six-pass sort. Either way the order is exact, on both batch strategies
     (into a tree 16x the batch: leaf by leaf; into an empty one: merge and rebuild)."""
     rng = np.random.default_rng(m)

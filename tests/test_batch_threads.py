@@ -125,22 +125,60 @@ def test_two_threads_equal_the_per_event_path():
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_a_batch_failing_part_way_leaves_a_summary_that_refuses(n_threads):
-    """A removal of a score not held, late in a large batch: both modes raise KeyError and
-    mark the summary broken (changes were made before the failure was found)."""
+@pytest.mark.parametrize("bad", ["first", "last"])
+def test_internal_deltas_with_a_bad_removal_fail_as_one_thread_does(n_threads, bad):
+    """``apply_sorted`` (merges, restores) may carry removals of what is not held: it stays
+    on one thread, which raises at the first bad key with the keys before it applied. A bad
+    first key changes nothing; a bad last key leaves a summary that refuses every call
+    (found in review: on two threads, a bad first key broke the summary too)."""
     rng = np.random.default_rng(3)
     s = StreamingThors(fn_cost=1, fp_cost=1)
     s.update_many(rng.random(BIG), rng.random(BIG) < 0.5)
+    s.get()
+    before = state(s)
     keys = np.sort(rng.random(6_000))  # below n/16: leaf by leaf (above: a rebuild, which checks first)
     ones, zeros = np.ones(keys.size), np.zeros(keys.size)
     d1 = ones.copy()
-    d1[-1] = -1.0  # the last key is new: removing it is an error
-    before = counters()[0]
+    d1[0 if bad == "first" else -1] = -1.0  # a new key: removing it is an error
+    used = counters()[0]
     with threads(n_threads), pytest.raises(KeyError):
         s._tree.apply_sorted(keys, d1, zeros, d1, zeros)
-    assert counters()[0] - before == (n_threads == 2)
-    with pytest.raises(RuntimeError, match="inconsistent"):
-        s.get()
+    assert counters()[0] == used
+    if bad == "first":
+        assert state(s) == before
+    else:
+        with pytest.raises(RuntimeError, match="inconsistent"):
+            s.get()
+
+
+def test_memory_error_before_the_threads_start_changes_nothing():
+    """Found in review: a large batch whose first allocation failed was applied in part by
+    the two threads before the failure surfaced, and broke the summary; one thread leaves it
+    unchanged. The memory the serial pass starts with is now had before the threads start."""
+    from thors_stream._ctree import _fail_reserve_after
+
+    rng = np.random.default_rng(4)
+    base = (rng.random(BIG), rng.random(BIG) < 0.3)
+    s = StreamingThors(fn_cost=2, fp_cost=1, window=BIG)
+    s.update_many(*base)
+    s.get()
+    before = state(s)
+    batch = (rng.random(6_000), rng.random(6_000) < 0.3)
+    used = counters()[0]
+    try:
+        _fail_reserve_after(0)
+        with pytest.raises(MemoryError):
+            s.update_many(*batch)
+    finally:
+        _fail_reserve_after(-1)
+    assert state(s) == before
+    s.update_many(*batch)  # and it goes through afterwards, on two threads
+    assert counters()[0] == used + 1
+    ref = StreamingThors(fn_cost=2, fp_cost=1, window=BIG)
+    with threads(1):
+        ref.update_many(*base)
+        ref.update_many(*batch)
+    assert state(s) == state(ref)
 
 
 @pytest.mark.parametrize("extra", [1.0, 2.0**-60])

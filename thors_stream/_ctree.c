@@ -1245,13 +1245,17 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
     }
     Py_ssize_t split = lo;
     if (split < PAR_MIN / 4 || m - split < PAR_MIN / 4) return apply_runs(t, k, a1, a0, d1, d0, m);
+    /* everything the serial pass's first change needs is had before any change: a
+       MemoryError then leaves the tree as it was, as with one thread */
+    if (reserve(t, t->height + 3) < 0) return -1;
     Half half[2];
     Py_ssize_t npath = (Py_ssize_t)t->ninners + 1;
     Py_ssize_t *defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
     int32_t *paths = PyMem_Malloc((size_t)npath * 2 * 2 * (H - 1) * sizeof(int32_t));
+    double *buf = PyMem_Malloc((size_t)m * 5 * sizeof(double)); /* the leftover events, gathered */
     PyThread_type_lock done = PyThread_allocate_lock();
-    if (!defer || !paths || !done) {
-        PyMem_Free(defer); PyMem_Free(paths);
+    if (!defer || !paths || !buf || !done) {
+        PyMem_Free(defer); PyMem_Free(paths); PyMem_Free(buf);
         if (done) PyThread_free_lock(done);
         return apply_runs(t, k, a1, a0, d1, d0, m);
     }
@@ -1295,26 +1299,21 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
     for (int j = 0; j < 2; j++)
         for (Py_ssize_t g = 0; g < half[j].ndefer; g++) left += half[j].defer[2 * g + 1] - half[j].defer[2 * g];
     if (left) {
-        double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
-        if (!buf) {
-            PyErr_NoMemory();
-            rc = -1;
-        } else {
-            double *cols[5] = {buf, buf + left, buf + 2 * left, buf + 3 * left, buf + 4 * left};
-            const double *from[5] = {k, a1, a0, d1, d0};
-            Py_ssize_t o = 0;
-            for (int j = 0; j < 2; j++)
-                for (Py_ssize_t g = 0; g < half[j].ndefer; g++) {
-                    Py_ssize_t q = half[j].defer[2 * g], r = half[j].defer[2 * g + 1];
-                    for (int c = 0; c < 5; c++) memcpy(cols[c] + o, from[c] + q, (size_t)(r - q) * sizeof(double));
-                    o += r - q;
-                }
-            rc = apply_runs(t, cols[0], cols[1], cols[2], cols[3], cols[4], left);
-            PyMem_Free(buf);
-        }
+        double *cols[5] = {buf, buf + left, buf + 2 * left, buf + 3 * left, buf + 4 * left};
+        const double *from[5] = {k, a1, a0, d1, d0};
+        Py_ssize_t o = 0;
+        for (int j = 0; j < 2; j++)
+            for (Py_ssize_t g = 0; g < half[j].ndefer; g++) {
+                Py_ssize_t q = half[j].defer[2 * g], r = half[j].defer[2 * g + 1];
+                for (int c = 0; c < 5; c++) memcpy(cols[c] + o, from[c] + q, (size_t)(r - q) * sizeof(double));
+                o += r - q;
+            }
+        rc = apply_runs(t, cols[0], cols[1], cols[2], cols[3], cols[4], left);
     }
+    /* a failure here (a MemoryError of a later split, or more than 2**32 - 1 events at one
+       score) comes after the threads' changes: the batch is half applied */
     if (rc < 0 && changed) t->broken = 1; /* (apply_runs marks its own partial failures) */
-    PyMem_Free(defer); PyMem_Free(paths);
+    PyMem_Free(defer); PyMem_Free(paths); PyMem_Free(buf);
     return rc;
 }
 
@@ -1887,6 +1886,10 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
         LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (p) { t->los = p; t->ocap = nlo + 16; }
     }
+    if (!rows_plain && t->ccap > t->lcap) { /* as long as the leaves, no longer */
+        CountBlock *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
+        if (p) { t->cnts = p; t->ccap = t->lcap; }
+    }
     t->lused = 0; t->lfree = NIL; t->nleaves = 0;
     t->iused = 0; t->ifree = NIL; t->ninners = 0;
     t->oused = 0; t->ofree = NIL; t->nlos = 0;
@@ -1945,12 +1948,15 @@ nomem:
    leaf by leaf (apply_runs), large ones (next to the tree) by merging them into the sorted
    export and rebuilding, O(n + m). Returns 0, or -1 with an exception set. */
 static int apply_sorted_impl(CTree *self, const double *k, const double *a1, const double *a0, const double *d1,
-                             const double *d0, Py_ssize_t m) {
+                             const double *d0, Py_ssize_t m, int two_threads) {
     Py_ssize_t n = self->n_keys;
-    /* a change whose weight is not its count ends the plain mode (before anything changes) */
-    for (Py_ssize_t q = 0; q < m && self->plain; q++)
-        if ((a1[q] != d1[q] || a0[q] != d0[q]) && leave_plain(self) < 0) return -1;
-    if (!(m > 64 && m * 16 > n)) return apply_runs_two(self, k, a1, a0, d1, d0, m);
+    if (!(m > 64 && m * 16 > n)) {
+        /* a change whose weight is not its count ends the plain mode (before anything
+           changes; a rebuild below decides from its rows instead) */
+        for (Py_ssize_t q = 0; q < m && self->plain; q++)
+            if ((a1[q] != d1[q] || a0[q] != d0[q]) && leave_plain(self) < 0) return -1;
+        return two_threads ? apply_runs_two(self, k, a1, a0, d1, d0, m) : apply_runs(self, k, a1, a0, d1, d0, m);
+    }
     /* merge the sorted deltas into the sorted export and rebuild: O(n + m) */
     int rc = -1;
     Py_ssize_t cap = n + m;
@@ -2011,6 +2017,7 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
     Py_buffer bufs[5];
     int got = 0;
     PyObject *res = NULL;
+    if (refuse_broken(self) < 0) return NULL;
     if (PyTuple_GET_SIZE(args) != 5) { PyErr_SetString(PyExc_TypeError, "apply_sorted takes 5 arrays"); return NULL; }
     for (; got < 5; got++) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, got), &bufs[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) goto done;
@@ -2031,7 +2038,9 @@ static PyObject *CTree_apply_sorted(CTree *self, PyObject *args) {
                 goto done;
             }
         }
-        if (apply_sorted_impl(self, k, a1, a0, d1, d0, m) < 0) goto done;
+        /* one thread: these deltas may hold removals of what is not held, and one thread
+           raises at the first of them with the keys before it applied and nothing after */
+        if (apply_sorted_impl(self, k, a1, a0, d1, d0, m, 0) < 0) goto done;
     }
     res = Py_None; Py_INCREF(res);
 done:
@@ -2067,11 +2076,11 @@ static int radix_pass(int p, uint32_t *hist, Py_ssize_t m, uint64_t **k1, uint64
 
 /* order[0..m) = the positions of key[0..m) in ascending key order, stable (equal keys keep
    their order). An LSD radix sort on the top three 11-bit digits of the keys' sortable bits
-   (sign, exponent and the first 21 bits of the mantissa), then an insertion pass that
-   orders the keys sharing those 33 bits: few in practice, so three passes instead of six.
-   When that pass has moved more than 2m keys (keys crowded within 2**-21 of each other),
-   it stops and the low three digits are sorted too, then the top three again: O(m) worst
-   case. 12 bytes of scratch per key. Returns 0, or -1 with MemoryError set. */
+   (bits 33..63: sign, exponent and the first 19 bits of the mantissa), then an insertion
+   pass that orders the keys sharing those 31 bits: few in practice, so three passes instead
+   of six. When that pass has moved more than 2m keys (keys crowded within 2**-19 of each
+   other), it stops and all six digits are sorted: O(m) worst case. 20 bytes of scratch per
+   key. Returns 0, or -1 with MemoryError set. */
 static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     if (m <= 32) { /* insertion sort */
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -2094,7 +2103,7 @@ static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     }
     uint32_t *src = order, *dst = o2;
     for (int p = 3; p < 6; p++) radix_pass(p, hist[p], m, &k1, &k2, &src, &dst);
-    /* the keys that share their top 33 bits are adjacent now: order them by insertion */
+    /* the keys that share their top 31 bits are adjacent now: order them by insertion */
     Py_ssize_t moves = 0, budget = 2 * m;
     int done = 1;
     for (Py_ssize_t i = 1; i < m && done; i++) {
@@ -2137,7 +2146,7 @@ static int apply_events(CTree *t, const double *key, const uint8_t *y, const dou
         a1[q] = y[i] ? sw : 0.0; a0[q] = y[i] ? 0.0 : sw;
         d1[q] = y[i] ? sg : 0.0; d0[q] = y[i] ? 0.0 : sg;
     }
-    rc = apply_sorted_impl(t, k, a1, a0, d1, d0, m);
+    rc = apply_sorted_impl(t, k, a1, a0, d1, d0, m, 1);
 out:
     PyMem_Free(order); PyMem_Free(buf);
     return rc;
@@ -2577,7 +2586,7 @@ static PyObject *CTree_check(CTree *self, PyObject *Py_UNUSED(ignored)) {
     int r = check_node(self, self->root, self->height, -INFINITY, INFINITY, 1, &g, keys);
     if (r == 0 && keys[0] != self->n_keys) r = -10;
     if (r == 0 && keys[1] > 2) r = -11;
-    if (r == 0 && !self->plain && self->ccap < self->lcap) r = -13;
+    if (r == 0 && !self->plain && self->ccap < self->lused) r = -13; /* a leaf in use without counts */
     if (r < 0) { PyErr_Format(PyExc_AssertionError, "tree invariant %d broken", r); return NULL; }
     Py_RETURN_NONE;
 }
