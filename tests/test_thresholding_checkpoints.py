@@ -45,6 +45,14 @@ def _trained(n=3_000, **kw):
     return _fed(_auto(**kw), _stream(n), {"x": 0.1, "z": 0.0})
 
 
+def _reloaded(m, fresh, path):
+    """A fresh wrapper (``fresh()``) loaded from ``m``'s checkpoint saved at ``path``."""
+    m.save_thresholding(path)
+    m2 = fresh()
+    m2.load_thresholding(path)
+    return m2
+
+
 def _state(m):
     sel = m._selector
     return (m.threshold, m.n_pending, sel.costs, sel.probabilities(), sel.chosen, sel.n,
@@ -53,9 +61,7 @@ def _state(m):
 
 def test_auto_roundtrip_continues_identically(tmp_path):
     m = _trained()
-    m.save_thresholding(tmp_path / "a.ckpt")
-    m2 = _auto()
-    m2.load_thresholding(tmp_path / "a.ckpt")
+    m2 = _reloaded(m, _auto, tmp_path / "a.ckpt")
     assert _state(m2) == _state(m)
     for a, b in zip(m._selector.experts, m2._selector.experts):
         assert [r.tolist() for r in a.held()] == [r.tolist() for r in b.held()]
@@ -70,9 +76,7 @@ def test_auto_roundtrip_continues_identically(tmp_path):
 def test_auto_leader_and_short_streams_roundtrip(tmp_path):
     for n in (0, 1, 700):
         m = _trained(n, auto_choose="leader")
-        m.save_thresholding(tmp_path / f"{n}.ckpt")
-        m2 = _auto(auto_choose="leader")
-        m2.load_thresholding(tmp_path / f"{n}.ckpt")
+        m2 = _reloaded(m, lambda: _auto(auto_choose="leader"), tmp_path / f"{n}.ckpt")
         assert _state(m2) == _state(m)
 
 
@@ -223,9 +227,7 @@ def _seg_state(m):
 def test_segments_roundtrip_continues_identically(tmp_path):
     m = _seg_trained()
     assert m._segmented.evicted > 0 and len(m._segmented.segments()) == 4
-    m.save_thresholding(tmp_path / "s.ckpt")
-    m2 = _segmented()
-    m2.load_thresholding(tmp_path / "s.ckpt")
+    m2 = _reloaded(m, _segmented, tmp_path / "s.ckpt")
     assert _seg_state(m2) == _seg_state(m)
     assert m2._thors is m2._segmented.global_summary
     m2.classifier = copy.deepcopy(m.classifier)
@@ -238,9 +240,7 @@ def test_segments_roundtrip_continues_identically(tmp_path):
 
 def test_segments_empty_and_unsupported_keys(tmp_path):
     m = _segmented()
-    m.save_thresholding(tmp_path / "empty.ckpt")
-    m2 = _segmented()
-    m2.load_thresholding(tmp_path / "empty.ckpt")
+    m2 = _reloaded(m, _segmented, tmp_path / "empty.ckpt")
     assert _seg_state(m2) == _seg_state(m)
     m.learn_one({"x": 0.0, "c": 0.0}, True)
     m._segmented._seg[frozenset({1})] = m._segmented._seg.pop("a")  # a segment key no file can hold
@@ -320,9 +320,7 @@ def test_plain_wrapper_learns_into_the_loaded_summary(tmp_path):
     for x, y in _stream(300):
         a.predict_one(x)
         a.learn_one(x, y)
-    a.save_thresholding(tmp_path / "p.ckpt")
-    b = plain()
-    b.load_thresholding(tmp_path / "p.ckpt")
+    b = _reloaded(a, plain, tmp_path / "p.ckpt")
     b.classifier = copy.deepcopy(a.classifier)
     for x, y in _stream(300, seed=5):
         assert a.predict_one(x) == b.predict_one(x)

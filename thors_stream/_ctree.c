@@ -1004,12 +1004,36 @@ static int run_state_code(KeyState *s, const double *a1, const double *a0, const
     return 0;
 }
 
-static int run_state(KeyState *s, double key, const double *a1, const double *a0, const double *d1,
-                     const double *d0, Py_ssize_t q, Py_ssize_t r) {
-    int rc = run_state_code(s, a1, a0, d1, d0, q, r);
+/* Raise the error of run_state_code's code rc (< 0) for key. */
+static void state_error(int rc, double key) {
     if (rc == -1) key_error(key);
-    if (rc == -2) PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
-    return rc < 0 ? -1 : 0;
+    else PyErr_SetString(PyExc_ValueError, "more than 2**32 - 1 events of one class at one score");
+}
+
+/* The state of the key k[u] (its events u..v-1) in leaf L after those events: the key's
+   slot is counted from *pos on (keys come sorted) and left in *pos, *exists says whether
+   the key is in the leaf now. Returns run_state_code's code (no exception set). */
+static inline int key_state(CTree *t, Leaf *L, const double *k, const double *a1, const double *a0,
+                            const double *d1, const double *d0, Py_ssize_t u, Py_ssize_t v, int32_t *pos,
+                            KeyState *s, int *exists) {
+    double key = k[u];
+    *pos = count_below(L, *pos, key);
+    *exists = *pos < L->n && L->key[*pos] == key;
+    *s = (KeyState){0.0, 0.0, 0.0, 0.0, 0, 0};
+    if (*exists) {
+        uint32_t o1, o0;
+        get_counts(t, L, *pos, &o1, &o0);
+        s->h1 = L->w1[*pos]; s->h0 = L->w0[*pos]; s->c1 = o1; s->c0 = o0;
+        leaf_lo_get(t, L, *pos, &s->l1, &s->l0);
+    }
+    return run_state_code(s, a1, a0, d1, d0, u, v);
+}
+
+/* Store state s in the (existing) slot pos of L; a new lo block needs reserved space. */
+static inline void slot_write(CTree *t, Leaf *L, int32_t pos, const KeyState *s) {
+    L->w1[pos] = s->h1; L->w0[pos] = s->h0;
+    set_counts(t, L, pos, (uint32_t)s->c1, (uint32_t)s->c0);
+    leaf_lo_set(t, L, pos, s->l1, s->l0);
 }
 
 /* The events of one key, one upsert each, in run_state's order (the structural path). */
@@ -1054,24 +1078,14 @@ static int apply_runs(CTree *t, const double *k, const double *a1, const double 
             double key = k[q];
             Py_ssize_t r = q + 1;
             while (r < m && k[r] == key) r++;
-            /* the key's slot: keys are sorted, so count right of the previous one */
-            pos = count_below(L, pos, key);
-            int exists = pos < L->n && L->key[pos] == key;
-            KeyState s = {0.0, 0.0, 0.0, 0.0, 0, 0};
-            if (exists) {
-                uint32_t o1, o0;
-                get_counts(t, L, pos, &o1, &o0);
-                s.h1 = L->w1[pos]; s.h0 = L->w0[pos]; s.c1 = o1; s.c0 = o0;
-                leaf_lo_get(t, L, pos, &s.l1, &s.l0);
-            }
-            if (run_state(&s, key, a1, a0, d1, d0, q, r) < 0) { failed = 1; break; }
+            KeyState s;
+            int exists, rc = key_state(t, L, k, a1, a0, d1, d0, q, r, &pos, &s, &exists);
+            if (rc < 0) { state_error(rc, key); failed = 1; break; }
             int keep = s.c1 + s.c0 > 0;
             if (keep && !exists && L->n == LCAP) { structural = 1; break; } /* the one-event path */
             if (keep) {
                 if (!exists) { leaf_open(t, L, pos); L->key[pos] = key; t->n_keys++; }
-                L->w1[pos] = s.h1; L->w0[pos] = s.h0;
-                set_counts(t, L, pos, (uint32_t)s.c1, (uint32_t)s.c0);
-                leaf_lo_set(t, L, pos, s.l1, s.l0);
+                slot_write(t, L, pos, &s);
                 pos++;
                 changed = 1;
             } else if (exists) {
@@ -1129,27 +1143,8 @@ typedef struct {
     int32_t *paths;      /* per level-1 node touched: the path above it (node, idx per depth) */
     Py_ssize_t npaths;
     Py_ssize_t dkeys;    /* change in the number of keys */
-    int changed;
     PyThread_type_lock done;
 } Half;
-
-/* The state of key = k[u] (the events u..v-1) in leaf L after its events, the search
-   resuming at *pos (left at the key's slot); *exists: the key is in the leaf now. Returns
-   run_state_code's code. */
-static inline int key_state(CTree *t, Leaf *L, const Half *h, Py_ssize_t u, Py_ssize_t v, int32_t *pos,
-                            KeyState *s, int *exists) {
-    double key = h->k[u];
-    *pos = count_below(L, *pos, key);
-    *exists = *pos < L->n && L->key[*pos] == key;
-    *s = (KeyState){0.0, 0.0, 0.0, 0.0, 0, 0};
-    if (*exists) {
-        uint32_t o1, o0;
-        get_counts(t, L, *pos, &o1, &o0);
-        s->h1 = L->w1[*pos]; s->h0 = L->w0[*pos]; s->c1 = o1; s->c0 = o0;
-        leaf_lo_get(t, L, *pos, &s->l1, &s->l0);
-    }
-    return run_state_code(s, h->a1, h->a0, h->d1, h->d0, u, v);
-}
 
 /* The events [q, r) all fall in leaf L: apply them in place if that keeps the leaf's
    shape (returns 1), else change nothing (returns 0). */
@@ -1161,7 +1156,8 @@ static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r)
     int32_t n = L->n, pos = 0;
     for (Py_ssize_t u = q, v; u < r; u = v) {
         for (v = u + 1; v < r && k[v] == k[u]; v++) {}
-        if (key_state(t, L, h, u, v, &pos, &s, &exists) < 0) return 0; /* the serial pass raises */
+        if (key_state(t, L, k, h->a1, h->a0, h->d1, h->d0, u, v, &pos, &s, &exists) < 0)
+            return 0; /* the serial pass raises */
         int keep = s.c1 + s.c0 > 0;
         if (keep && L->lo == NIL && (s.l1 != 0.0 || s.l0 != 0.0)) return 0; /* would allocate */
         n += (keep && !exists) - (!keep && exists);
@@ -1174,16 +1170,15 @@ static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r)
         pos = 0;
         for (Py_ssize_t u = q, v; u < r; u = v) {
             for (v = u + 1; v < r && k[v] == k[u]; v++) {}
-            int rc = key_state(t, L, h, u, v, &pos, &s, &exists), keep = s.c1 + s.c0 > 0;
+            int rc = key_state(t, L, k, h->a1, h->a0, h->d1, h->d0, u, v, &pos, &s, &exists);
+            int keep = s.c1 + s.c0 > 0;
             if (pass == 0) {
                 if (exists && !keep) { leaf_close(t, L, pos); h->dkeys--; }
             } else if (rc == 0 && keep) {
                 /* (rc < 0 here: a key that pass 0 removed; it held events and its net change
                    removes them all, so from zero its removals go below zero) */
                 if (!exists) { leaf_open(t, L, pos); L->key[pos] = k[u]; h->dkeys++; }
-                L->w1[pos] = s.h1; L->w0[pos] = s.h0;
-                set_counts(t, L, pos, (uint32_t)s.c1, (uint32_t)s.c0);
-                leaf_lo_set(t, L, pos, s.l1, s.l0); /* no allocation: checked above */
+                slot_write(t, L, pos, &s); /* no lo block to allocate: checked above */
             }
         }
     }
@@ -1212,7 +1207,6 @@ static void half_run(void *arg) {
             int32_t i = at.idx[H - 1];
             leaf_agg(t, L, &P->agg[i]);
             P->mask &= ~BIT(i);
-            h->changed = 1;
             if (at.node[H - 1] != parent) { /* the path above this level-1 node, marked later */
                 parent = at.node[H - 1];
                 int32_t *p = h->paths + h->npaths * 2 * (H - 1);
@@ -1265,7 +1259,7 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
         h->q0 = j ? split : 0; h->q1 = j ? m : split;
         h->defer = defer + 2 * h->q0; h->ndefer = 0;
         h->paths = paths + (Py_ssize_t)j * npath * 2 * (H - 1); h->npaths = 0;
-        h->dkeys = 0; h->changed = 0; h->done = NULL;
+        h->dkeys = 0; h->done = NULL;
     }
     /* the lock is held until the second thread releases it at its end */
     half[1].done = done;
@@ -1284,7 +1278,8 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
     two_thread_batches++;
     deferred_runs += half[0].ndefer + half[1].ndefer;
     /* serial: the key count, the stale marks above level 1, then the leaves left over */
-    int changed = half[0].changed | half[1].changed, rc = 0;
+    /* a leaf changed in place records its level-1 node's path */
+    int changed = half[0].npaths + half[1].npaths > 0, rc = 0;
     t->n_keys += half[0].dkeys + half[1].dkeys;
     if (changed) t->version++;
     for (int j = 0; j < 2; j++)
