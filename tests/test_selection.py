@@ -185,3 +185,26 @@ def test_thors_classifier_segments_use_their_own_threshold_or_fall_back():
         m.learn_one({"a": 1.0}, True)  # no segment in x
     with pytest.raises(ValueError):
         ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, window="auto", segment="c")
+
+
+def test_compiled_step_answers_get_as_the_candidates_do():
+    """The compiled step returns get()'s next answer (cached until the next step): after
+    every event it equals the chosen candidate's own threshold (the default while that
+    holds nothing), and the decisions and costs equal the Python step's."""
+    from thors_stream.selection import selector_step
+
+    if selector_step is None:
+        pytest.skip("compiled core not built")
+    fast = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=2)
+    slow = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=2)
+    slow._fixed = None  # the Python step
+    assert fast._fixed is not None
+    for s, y, w in stream(1500, 8, drift_at=600):
+        fast.update(s, y, w)
+        slow.update(s, y, w)
+        i = fast.names.index(fast.chosen)
+        own = fast.default_threshold if i == len(fast.experts) else fast.experts[i].get()
+        assert fast.get() == (fast.default_threshold if own is None else own) == slow.get()
+        assert fast.chosen == slow.chosen
+    assert fast.costs == pytest.approx(slow.costs, rel=1e-12)
+    assert (fast.cost, fast.gap) == pytest.approx((slow.cost, slow.gap), rel=1e-12)

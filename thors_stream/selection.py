@@ -138,17 +138,32 @@ class WindowSelector:
         k = len(wins) + 1
         # the state, one buffer the compiled step updates in place: log prior, costs, weights
         # (k each), gap (cumulative mixability gap), expected cost, realised cost, chosen, rng
-        self._state = np.zeros(3 * k + 5)
-        self._views()
+        self._set_state(np.zeros(3 * k + 5))
         self._log_prior[:] = [math.log((1.0 - prior_default) / (k - 1))] * (k - 1) + [math.log(prior_default)]
         self._rng[0] = (seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) % 2**64 or 1
         self._p[:] = self._weights()
         self._scal[3] = self._pick()
         self.n = 0  # labelled events seen
+        self._bind()
+
+    def _bind(self) -> None:
+        """Set up the compiled step's fixed arguments (``None``: the Python step), and
+        forget the cached threshold. Called whenever the candidates or the state change
+        other than by a step."""
         cores = tuple(e._tree for e in self._experts)
         # the compiled step needs compiled cores without class reweighting
-        compiled = selector_step is not None and all(not isinstance(c, PyCore) for c in cores)
-        self._cores = cores if class_prior is None and compiled else None
+        compiled = (selector_step is not None and self._experts[0].class_prior is None
+                    and all(not isinstance(c, PyCore) for c in cores))
+        self._fixed = ((cores, self.default_threshold, self.fn_cost, self.fp_cost, self._leader, self._buf)
+                       if compiled else None)
+        self._thr: float | None = None  # get()'s answer, as the last compiled step left it
+
+    def _set_state(self, values: np.ndarray) -> None:
+        """Take ``values`` (float64) as the state: a bytearray the compiled step writes
+        directly, with numpy views on it."""
+        self._buf = bytearray(np.ascontiguousarray(values, dtype=np.float64).tobytes())
+        self._state = np.frombuffer(self._buf, dtype=np.float64)
+        self._views()
 
     def _views(self) -> None:
         k = len(self.names)
@@ -158,16 +173,17 @@ class WindowSelector:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_cores", "_log_prior", "_costs", "_p", "_scal", "_rng")}
+                 if k not in ("_fixed", "_thr", "_buf", "_log_prior", "_costs", "_p", "_scal", "_rng")}
         state["_state"] = self._state.copy()
-        state["_compiled"] = self._cores is not None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        compiled = state.pop("_compiled")
+        state.pop("_compiled", None)  # (written by earlier versions)
+        state.pop("_cores", None)
+        values = state.pop("_state")
         self.__dict__.update(state)
-        self._views()
-        self._cores = tuple(e._tree for e in self._experts) if compiled else None
+        self._set_state(values)
+        self._bind()
 
     # ---- checkpoints (ThorsClassifier.save_thresholding / load_thresholding)
     def _checkpoint_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
@@ -274,12 +290,9 @@ class WindowSelector:
                       f"({want.tolist()!r})")
         # everything holds: take it
         self._experts = experts
-        self._state = np.concatenate([sv, rng.view(np.float64)])
-        self._views()
+        self._set_state(np.concatenate([sv, rng.view(np.float64)]))
         self.n = n
-        cores = tuple(e._tree for e in experts)
-        compiled = selector_step is not None and all(not isinstance(c, PyCore) for c in cores)
-        self._cores = cores if self._experts[0].class_prior is None and compiled else None
+        self._bind()
 
     # ---- state
     @property
@@ -365,9 +378,8 @@ class WindowSelector:
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
             check_weighted_costs(w, self.fn_cost, self.fp_cost)
-        if self._cores is not None and selector_step is not None:
-            selector_step(self._cores, self.default_threshold, s, pos, w, self.fn_cost, self.fp_cost,
-                          self._leader, self._state)
+        if self._fixed is not None and selector_step is not None:
+            self._thr = selector_step(self._fixed, s, pos, w)
         else:
             self._update_py(s, pos, w)
         self.n += 1
@@ -405,6 +417,9 @@ class WindowSelector:
 
     def get(self) -> float:
         """The chosen candidate's threshold (``-inf`` = all positive). O(1)."""
+        t = self._thr
+        if t is not None:  # the compiled step's answer (nothing has changed since)
+            return t
         i = self._chosen
         if i == len(self._experts):
             return self.default_threshold
