@@ -146,90 +146,12 @@ static long long fail_reserve_after = -1;
 
 /* ------------------------------------------------------------------ arenas */
 
-/* The node arenas (leaves, counts, inner nodes, lo blocks) of a large tree are read at
-   random: at 10**6 keys the leaves alone span ~30 MB, far beyond what the TLB maps with
-   4 KiB pages, so nearly every leaf a scattered update touches also costs a page walk.
-   An arena of HUGE_MIN bytes or more therefore lives in its own anonymous mapping, aligned
-   to 2 MiB and marked MADV_HUGEPAGE, so that the kernel backs it with transparent huge pages
-   when it offers them (Linux "madvise" or "always" mode; elsewhere, or with
-   THORS_STREAM_HUGE_PAGES=0, every arena is a PyMem block). The mapping reserves half as
-   much again as asked, so that growing (1.25x at a time) mostly stays in place; pages
-   are committed only when first written. Which kind a block is follows from its size
-   alone (its capacity times its item size, as recorded by the caller), so the rule must
-   not change while blocks live: it is fixed when the module loads. Mapped blocks are
-   reported to tracemalloc like PyMem ones. */
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-#define HUGE_ARENAS 1
-#endif
-#define HUGE_MIN ((size_t)4 << 20)
-#define HUGE_ALIGN ((size_t)2 << 20)
-static int huge_arenas = 1; /* 0: THORS_STREAM_HUGE_PAGES=0 at import, or no huge page support */
-
-typedef struct { size_t len; size_t pad[7]; } MapHead; /* 64 bytes before the data: the mapping's length */
-
-static inline int arena_mapped(size_t bytes) { return huge_arenas && bytes >= HUGE_MIN; }
-
-static void arena_free(void *p, size_t bytes) {
-    if (!p) return;
-#ifdef HUGE_ARENAS
-    if (arena_mapped(bytes)) {
-        PyTraceMalloc_Untrack(0, (uintptr_t)p);
-        MapHead *h = (MapHead *)p - 1;
-        munmap(h, h->len);
-        return;
-    }
-#endif
-    PyMem_Free(p);
-}
-
-/* Resize the arena block p of old bytes to want bytes (p may be NULL, old 0), keeping the
-   first min(old, want) bytes. Returns the block, or NULL (nothing freed, p intact). */
-static void *arena_resize(void *p, size_t old, size_t want) {
-#ifdef HUGE_ARENAS
-    if (arena_mapped(old) || arena_mapped(want)) {
-        if (arena_mapped(old) && arena_mapped(want)) {
-            MapHead *h = (MapHead *)p - 1;
-            if (want + sizeof(MapHead) <= h->len && 2 * want >= h->len) { /* fits, and not far too big */
-                PyTraceMalloc_Track(0, (uintptr_t)p, want);
-                return p;
-            }
-        }
-        void *q;
-        if (!arena_mapped(want)) {
-            q = PyMem_Malloc(want ? want : 1);
-            if (!q) return NULL;
-        } else {
-            size_t len = (want + want / 2 + sizeof(MapHead) + HUGE_ALIGN - 1) & ~(HUGE_ALIGN - 1);
-            char *raw = mmap(NULL, len + HUGE_ALIGN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-            if (raw == MAP_FAILED) return NULL;
-            char *base = (char *)(((uintptr_t)raw + HUGE_ALIGN - 1) & ~(uintptr_t)(HUGE_ALIGN - 1));
-            if (base > raw) munmap(raw, (size_t)(base - raw));
-            if (raw + HUGE_ALIGN > base) munmap(base + len, (size_t)(raw + HUGE_ALIGN - base));
-            madvise(base, len, MADV_HUGEPAGE); /* a hint: refused, the arena just keeps small pages */
-            ((MapHead *)base)->len = len;
-            q = base + sizeof(MapHead);
-            PyTraceMalloc_Track(0, (uintptr_t)q, want);
-        }
-        if (p) {
-            memcpy(q, p, old < want ? old : want);
-            arena_free(p, old);
-        }
-        return q;
-    }
-#endif
-    (void)old;
-    return PyMem_Realloc(p, want ? want : 1);
-}
-
 static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
     if (*cap >= need) return 0;
     int64_t nc = *cap ? (int64_t)*cap + *cap / 4 + 8 : 16; /* 1.25x: at most 20% slack */
     if (nc < need) nc = need;
     if (nc > INT32_MAX / 2) { PyErr_SetString(PyExc_MemoryError, "thors_stream tree: too many nodes"); return -1; }
-    void *p = arena_resize(*arr, (size_t)*cap * item, (size_t)nc * item);
+    void *p = PyMem_Realloc(*arr, (size_t)nc * item);
     if (!p) { PyErr_NoMemory(); return -1; }
     *arr = p; *cap = (int32_t)nc;
     return 0;
@@ -238,7 +160,7 @@ static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
 /* Counts arena as long as the leaf arena (when the tree is not plain). */
 static int grow_counts(CTree *t) {
     if (t->plain || t->ccap >= t->lcap) return 0;
-    void *p = arena_resize(t->cnts, (size_t)t->ccap * sizeof(CountBlock), (size_t)t->lcap * sizeof(CountBlock));
+    void *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
     if (!p) { PyErr_NoMemory(); return -1; }
     t->cnts = p; t->ccap = t->lcap;
     return 0;
@@ -253,7 +175,7 @@ static int leave_plain(CTree *t) {
     if (fail_reserve_after >= 0 && fail_reserve_after-- == 0) { PyErr_NoMemory(); return -1; }
     CountBlock *c = t->cnts;
     if (t->ccap < t->lcap || !c) { /* (a rebuild may have left a block behind) */
-        c = arena_resize(t->cnts, (size_t)t->ccap * sizeof(CountBlock), (size_t)(t->lcap ? t->lcap : 1) * sizeof(CountBlock));
+        c = PyMem_Realloc(t->cnts, (size_t)(t->lcap ? t->lcap : 1) * sizeof(CountBlock));
         if (!c) { PyErr_NoMemory(); return -1; }
         t->cnts = c; t->ccap = t->lcap ? t->lcap : 1;
     }
@@ -1491,8 +1413,7 @@ static int ring_expire_one(CTree *t) {
 /* ------------------------------------------------------------------ Python type */
 
 static void reset(CTree *t) {
-    arena_free(t->leaves, (size_t)t->lcap * sizeof(Leaf)); arena_free(t->inners, (size_t)t->icap * sizeof(Inner));
-    arena_free(t->los, (size_t)t->ocap * sizeof(LoBlock)); arena_free(t->cnts, (size_t)t->ccap * sizeof(CountBlock));
+    PyMem_Free(t->leaves); PyMem_Free(t->inners); PyMem_Free(t->los); PyMem_Free(t->cnts);
     t->leaves = NULL; t->inners = NULL; t->los = NULL; t->cnts = NULL;
     t->ccap = 0; t->plain = 1;
     t->lcap = t->lused = t->nleaves = 0; t->lfree = NIL;
@@ -1929,39 +1850,39 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
        tree, intact; only when every grow has succeeded is an arena far too big shrunk (a
        shrink that fails just keeps the bigger block) */
     if (t->lcap < nl + 16) {
-        Leaf *p = arena_resize(t->leaves, (size_t)t->lcap * sizeof(Leaf), (size_t)(nl + 16) * sizeof(Leaf));
+        Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (!p) goto nomem;
         t->leaves = p; t->lcap = (int32_t)(nl + 16);
     }
     if (t->icap < ni_max) {
-        Inner *p = arena_resize(t->inners, (size_t)t->icap * sizeof(Inner), (size_t)ni_max * sizeof(Inner));
+        Inner *p = PyMem_Realloc(t->inners, (size_t)ni_max * sizeof(Inner));
         if (!p) goto nomem;
         t->inners = p; t->icap = (int32_t)ni_max;
     }
     if (t->ocap < nlo + 16) {
-        LoBlock *p = arena_resize(t->los, (size_t)t->ocap * sizeof(LoBlock), (size_t)(nlo + 16) * sizeof(LoBlock));
+        LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (!p) goto nomem;
         t->los = p; t->ocap = nlo + 16;
     }
     if (!rows_plain && t->ccap < t->lcap) { /* (while plain, a block held here is unused) */
-        CountBlock *p = arena_resize(t->cnts, (size_t)t->ccap * sizeof(CountBlock), (size_t)t->lcap * sizeof(CountBlock));
+        CountBlock *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
         if (!p) goto nomem;
         t->cnts = p; t->ccap = t->lcap;
     }
     if (t->lcap / 4 > nl + 16) {
-        Leaf *p = arena_resize(t->leaves, (size_t)t->lcap * sizeof(Leaf), (size_t)(nl + 16) * sizeof(Leaf));
+        Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (p) { t->leaves = p; t->lcap = (int32_t)(nl + 16); }
     }
     if (t->icap / 4 > ni_max) {
-        Inner *p = arena_resize(t->inners, (size_t)t->icap * sizeof(Inner), (size_t)ni_max * sizeof(Inner));
+        Inner *p = PyMem_Realloc(t->inners, (size_t)ni_max * sizeof(Inner));
         if (p) { t->inners = p; t->icap = (int32_t)ni_max; }
     }
     if (t->ocap / 4 > nlo + 16) {
-        LoBlock *p = arena_resize(t->los, (size_t)t->ocap * sizeof(LoBlock), (size_t)(nlo + 16) * sizeof(LoBlock));
+        LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (p) { t->los = p; t->ocap = nlo + 16; }
     }
     if (!rows_plain && t->ccap > t->lcap) { /* as long as the leaves, no longer */
-        CountBlock *p = arena_resize(t->cnts, (size_t)t->ccap * sizeof(CountBlock), (size_t)t->lcap * sizeof(CountBlock));
+        CountBlock *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
         if (p) { t->cnts = p; t->ccap = t->lcap; }
     }
     t->lused = 0; t->lfree = NIL; t->nleaves = 0;
@@ -1969,7 +1890,7 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     t->oused = 0; t->ofree = NIL; t->nlos = 0;
     /* plain again when every row's weights are its counts */
     t->plain = rows_plain;
-    if (rows_plain) { arena_free(t->cnts, (size_t)t->ccap * sizeof(CountBlock)); t->cnts = NULL; t->ccap = 0; }
+    if (rows_plain) { PyMem_Free(t->cnts); t->cnts = NULL; t->ccap = 0; }
     /* leaves: spread n keys evenly over nl leaves */
     Py_ssize_t q = 0;
     for (Py_ssize_t j = 0; j < nl; j++) {
@@ -2960,15 +2881,6 @@ PyMODINIT_FUNC PyInit__ctree(void) {
     /* THORS_STREAM_BATCH_THREADS=1: every batch in the calling thread (see apply_runs_two) */
     const char *bt = getenv("THORS_STREAM_BATCH_THREADS");
     if (bt && strcmp(bt, "1") == 0) batch_threads = 1;
-    /* THORS_STREAM_HUGE_PAGES=0: every arena a PyMem block (see arena_resize) */
-    const char *hp = getenv("THORS_STREAM_HUGE_PAGES");
-#ifdef HUGE_ARENAS
-    if (hp && strcmp(hp, "0") == 0) huge_arenas = 0;
-#else
-    (void)hp;
-    huge_arenas = 0;
-#endif
-    PyModule_AddIntConstant(m, "HUGE_PAGE_ARENAS", huge_arenas);
     PyModule_AddIntConstant(m, "LEAF_CAPACITY", LCAP);
     PyModule_AddIntConstant(m, "INNER_CAPACITY", ICAP);
     return m;
