@@ -208,3 +208,36 @@ def test_compiled_step_answers_get_as_the_candidates_do():
         assert fast.chosen == slow.chosen
     assert fast.costs == pytest.approx(slow.costs, rel=1e-12)
     assert (fast.cost, fast.gap) == pytest.approx((slow.cost, slow.gap), rel=1e-12)
+
+
+def test_a_step_that_fails_part_way_leaves_get_reading_the_candidates():
+    """A MemoryError inside the compiled step (here in the second window's push, after the
+    first window learned the event) must not leave get() serving the threshold cached
+    before the step."""
+    import pickle
+
+    from thors_stream._ctree import _fail_reserve_after
+    from thors_stream.selection import selector_step
+
+    if selector_step is None:
+        pytest.skip("compiled core not built")
+    sel = WindowSelector(fn_cost=5, fp_cost=1, default_threshold=1 / 6, windows=(30, 200), seed=2, choose="leader")
+    for e in stream(300, 0):  # a stream whose leader is the short window
+        sel.update(*e)
+    # an event after which the chosen candidate is the first window and its threshold moved
+    for s, y in ((i / 40, lab) for i in range(41) for lab in (0, 1)):
+        trial = pickle.loads(pickle.dumps(sel))
+        before = trial.get()
+        trial.update(s, y)
+        if trial.chosen == "window 30" and trial.get() != before:
+            break
+    else:
+        pytest.fail("no such event in the grid")
+    _fail_reserve_after(3)  # the first window's push (3 reservations) goes through, the second's fails
+    try:
+        with pytest.raises(MemoryError):
+            sel.update(s, y)
+    finally:
+        _fail_reserve_after(-1)
+    assert sel.chosen == "window 30"
+    assert sel.get() == sel.experts[0].get() == trial.get() != before

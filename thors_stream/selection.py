@@ -379,6 +379,7 @@ class WindowSelector:
             w = check_weight(w)
             check_weighted_costs(w, self.fn_cost, self.fp_cost)
         if self._fixed is not None and selector_step is not None:
+            self._thr = None  # (a step that raises part way leaves get() to read the candidates)
             self._thr = selector_step(self._fixed, s, pos, w)
         else:
             self._update_py(s, pos, w)
