@@ -85,7 +85,8 @@ CANCELLED = 2
 
 
 def _bad(where: str, field: str, problem: str) -> ValueError:
-    return ValueError(f"{where} is invalid: {field} {problem}")
+    """The error for an invalid field of the checkpoint at ``where`` (at most 600 characters)."""
+    return ValueError(f"{where} is invalid: {field} {problem}"[:600])
 
 
 def _show(v: Any) -> str:

@@ -1706,11 +1706,17 @@ static PyObject *CTree_best(CTree *self, PyObject *Py_UNUSED(ignored)) {
     return Py_BuildValue("(dd)", 0.0, -INFINITY);
 }
 
+/* The threshold of a tree holding keys (-inf: all positive), its stale aggregates
+   recomputed first. */
+static inline double tree_threshold(CTree *t) {
+    clean(t);
+    return t->top.minp < 0.0 ? t->top.argk : -INFINITY;
+}
+
 static PyObject *CTree_threshold(CTree *self, PyObject *Py_UNUSED(ignored)) {
     if (refuse_broken(self) < 0) return NULL;
     if (self->n_keys == 0) Py_RETURN_NONE;
-    clean(self);
-    return PyFloat_FromDouble(self->top.minp < 0.0 ? self->top.argk : -INFINITY);
+    return PyFloat_FromDouble(tree_threshold(self));
 }
 
 /* cost() -> b * W0 + min(0, min prefix): the empirical cost at the threshold; None when empty */
@@ -2769,11 +2775,7 @@ static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize
         int any = 0;
         for (Py_ssize_t i = 0; i < K; i++) {
             CTree *t = (CTree *)PyTuple_GET_ITEM(trees, i);
-            double thr = dthr;
-            if (t->n_keys) {
-                clean(t);
-                thr = t->top.minp < 0.0 ? t->top.argk : -INFINITY;
-            }
+            double thr = t->n_keys ? tree_threshold(t) : dthr;
             loss[i] = ((s <= thr) == (pos != 0)) ? c : 0.0;
             any |= loss[i] != 0.0;
         }
@@ -2815,15 +2817,11 @@ static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize
             if (window_push(t, s, pos, w, t->limit) < 0) return NULL;
             t->n_updates++;
         }
+        /* the chosen window's threshold, as StreamingThors.get() reads it (the next step
+           cleans that tree anyway) */
         int chosen = (int)scal[3];
-        if (chosen < K) { /* its threshold, as StreamingThors.get() reads it (the next step cleans it anyway) */
-            CTree *t = (CTree *)PyTuple_GET_ITEM(trees, chosen);
-            if (t->n_keys) {
-                clean(t);
-                return PyFloat_FromDouble(t->top.minp < 0.0 ? t->top.argk : -INFINITY);
-            }
-        }
-        return PyFloat_FromDouble(dthr);
+        CTree *t = chosen < K ? (CTree *)PyTuple_GET_ITEM(trees, chosen) : NULL;
+        return PyFloat_FromDouble(t && t->n_keys ? tree_threshold(t) : dthr);
     }
 }
 

@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ._checkpoint_check import _bad
 from .batch import thors_threshold
 from .result import DEFAULT_MIN_PER_CLASS, ThresholdResult
 
@@ -273,8 +275,7 @@ class SegmentedStreamingThors:
         checks). ``ValueError`` naming ``where``; nothing changes unless everything holds."""
         from .stream import StreamingThors
 
-        def bad(field: str, problem: str) -> ValueError:
-            return ValueError(f"{where} is invalid: {field} {problem}"[:600])
+        bad = partial(_bad, where)
 
         if not isinstance(params, dict) or set(params) != {"max_segments", "min_per_class"}:
             raise bad("params.segments", "must be an object with the fields max_segments, min_per_class")

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from ._checkpoint_check import _bad
 from ._core import PyCore
 from ._validation import check_label, check_score, check_weight, check_weighted_costs
 from .stream import StreamingThors
@@ -213,8 +215,7 @@ class WindowSelector:
         computes from them, a chosen candidate in range and a non-zero generator state.
         ``ValueError`` naming ``where``; nothing changes unless everything holds."""
 
-        def bad(field: str, problem: str) -> ValueError:
-            return ValueError(f"{where} is invalid: {field} {problem}"[:600])
+        bad = partial(_bad, where)
 
         if not isinstance(params, dict) or set(params) != {"windows", "choose", "default_threshold", "experts"}:
             raise bad("params.selector", "must be an object with the fields choose, default_threshold, experts, "
