@@ -1,0 +1,141 @@
+"""How close to nominal can a rate bound valid for the threshold THORS picks get?
+
+The default ``fnr_upper`` reads a one-sided band on the positives' order statistics whose
+simultaneous coverage is computed and calibrated to ``confidence``. In the settings of
+``benchmarks/bounds_coverage.py`` it over-covers (0.957 or more at nominal 0.90). This
+script builds, for a given band, a population in which THORS's own choice of threshold is
+exactly the band's worst case, so that the bound's coverage *equals* the band's
+simultaneous coverage. A band with a lower simultaneous coverage (narrower) would then
+under-cover there: the over-coverage elsewhere is the price of validity, not slack.
+
+The construction, for ``n1`` positives with scores U(0, 1) (so FNR(t) = t on [0, 1]):
+let ``u(k)`` be ``fnr_upper`` when ``k`` positives fall at or below the threshold. The
+bound fails at a threshold ``t`` exactly when fewer than ``K(t) = #{k : u(k) < t}``
+positives lie at or below ``t``. Put one negative just above each of ``u(0), ...,
+u(n1-1)``, and take ``fn_cost = fp_cost = 1``. Then the validation cost at ``t`` is
+``k1(t) + n1 - K(t)``: at most ``n1 - 1`` where the bound fails and at least ``n1``
+elsewhere, and ``n1`` is the cost of the threshold ``-inf`` (THORS's fallback, taken
+unless something is strictly cheaper). So THORS returns a failing threshold whenever one
+exists, and ``-inf`` (FNR 0, covered) otherwise.
+
+- **conditional**: the negatives are those fixed points (the band, and so ``fnr_upper``,
+  holds given the negatives, whatever they are: the positives are independent of them);
+- **i.i.d.**: the negatives are ``M * n1`` i.i.d. draws from the uniform law on those
+  points and ``fn_cost = M`` (the validation draw of the bounds' guarantee; the negatives'
+  sampling noise, ~ sqrt(M n1) / 2, is small next to the margin M).
+
+Each population is built for the band it tests. The rows with a band at ``nominal - 0.03``
+ask what a narrower band (the same method, calibrated to that lower confidence) would do in
+its own least favourable population: its coverage falls to its level, below the nominal one.
+
+    python benchmarks/bounds_least_favourable.py           # ~1 minute
+    python benchmarks/bounds_least_favourable.py --quick   # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bounds_coverage import thors_many  # the vectorised THORS (checked there)
+
+from thors_stream import thors_threshold
+from thors_stream._band import no_crossing_probability
+from thors_stream.bounds import bounds_arrays
+
+
+def fnr_upper_table(n1: int, confidence: float, method: str = "exact") -> np.ndarray:
+    """``u(k)``: ``fnr_upper`` with ``k`` of ``n1`` positives at or below the threshold,
+    ``k = 0..n1`` (it depends on the positives' counts only)."""
+    k = np.arange(n1 + 1)
+    out = bounds_arrays(np.full_like(k, n1), np.full_like(k, n1), np.zeros_like(k), k, fn_cost=1, fp_cost=1,
+                        confidence=confidence, method=method)
+    return out["fnr_upper"]
+
+
+def band_coverage(n1: int, confidence: float) -> float:
+    """The exact probability that ``fnr_upper`` at ``confidence`` holds at every threshold
+    (``U_(k+1) <= u(k)`` for every ``k``): what the population below makes its coverage."""
+    return no_crossing_probability(n1, upper=fnr_upper_table(n1, confidence)[:n1])
+
+
+def draw(n1: int, confidence: float, reps: int, rng: np.random.Generator,
+         iid_m: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+    """``reps`` validation sets of the population built for the band at ``confidence``:
+    scores (reps x (n1 + n0), positives first), labels, and ``fn_cost`` (``fp_cost`` = 1).
+    ``iid_m = 0``: the negatives are the fixed points; else ``iid_m * n1`` i.i.d. draws
+    from them and ``fn_cost = iid_m``."""
+    points = np.nextafter(fnr_upper_table(n1, confidence)[:n1], np.inf)
+    pos = rng.random((reps, n1))
+    neg = np.broadcast_to(points, (reps, n1)) if iid_m == 0 else points[rng.integers(0, n1, (reps, iid_m * n1))]
+    s = np.concatenate([pos, neg], axis=1)
+    y = np.zeros(s.shape, dtype=bool)
+    y[:, :n1] = True
+    return s, y, 1.0 if iid_m == 0 else float(iid_m)
+
+
+def covered(s: np.ndarray, y: np.ndarray, fn: float, confidence: float) -> np.ndarray:
+    """Per validation set (positives U(0, 1), so FNR(t) = t on [0, 1]): does
+    ``fnr_upper`` at ``confidence`` hold at the threshold THORS picks?"""
+    got = thors_many(s, y, fn, 1.0)
+    r0 = thors_threshold(s[0], y[0], fn_cost=fn, fp_cost=1.0)  # the vectorised pick is the library's
+    assert (r0.threshold, r0.count_k1) == (got["threshold"][0], got["k1"][0]), (r0, got["threshold"][0])
+    thr = got["threshold"]
+    fnr_true = np.clip(np.where(np.isfinite(thr), thr, 0.0), 0.0, 1.0)
+    u = fnr_upper_table(int(y[0].sum()), confidence)
+    return fnr_true <= u[got["k1"].astype(int)]
+
+
+def coverage(n1: int, confidence: float, reps: int, seed: int, iid_m: int = 0) -> float:
+    """Coverage of ``fnr_upper`` at ``confidence`` in the population built for that band."""
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 4_000_000 // (n1 + max(iid_m, 1) * n1))
+    held = 0
+    for start in range(0, reps, chunk):
+        s, y, fn = draw(n1, confidence, min(chunk, reps - start), rng, iid_m)
+        held += int(covered(s, y, fn, confidence).sum())
+    return held / reps
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--reps", type=int, default=None, help="repetitions per row (default 20,000; quick 2,000)")
+    ap.add_argument("--seed", type=int, default=17)
+    args = ap.parse_args(argv)
+    reps = args.reps or (2_000 if args.quick else 20_000)
+    sizes = (40,) if args.quick else (40, 400)
+    t0 = time.perf_counter()
+    print(f"fnr_upper (method='exact') in its least favourable population; {reps:,} repetitions per row")
+    print()
+    print("| n1 | negatives | nominal | band calibrated to | band's exact simultaneous coverage "
+          "| coverage (± s.e.) | below nominal by > 3 s.e. |")
+    print("|---|---|---|---|---|---|---|")
+    seed = args.seed
+    for n1 in sizes:
+        for nominal in (0.90, 0.95):
+            narrower = round(nominal - 0.03, 2)
+            rows = [("fixed points", 0, nominal), ("fixed points", 0, narrower)]
+            if n1 <= 40:
+                rows.append(("i.i.d., M = 1,000", 1000, nominal))
+            for label, m, conf in rows:
+                seed += 1
+                c = coverage(n1, conf, reps, seed, iid_m=m)
+                se = math.sqrt(max(c * (1 - c), 1e-12) / reps)
+                flag = "yes" if c < nominal - 3 * math.sqrt(nominal * (1 - nominal) / reps) else "no"
+                print(f"| {n1} | {label} | {nominal:.2f} | {conf:.2f} | {band_coverage(n1, conf):.4f} "
+                      f"| {c:.4f} ± {se:.4f} | {flag} |", flush=True)
+    print()
+    print(f"wall time {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
