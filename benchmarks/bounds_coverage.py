@@ -70,7 +70,8 @@ def _gauss_ties(rng: np.random.Generator, y: np.ndarray) -> np.ndarray:
 
 
 def _flat_cost(mix: float) -> Dist:
-    """The least favourable case for a threshold picked from the data: negatives U(0, 1),
+    """A hard case for a threshold picked from the data (the least favourable one, for a
+    given band, is built in ``bounds_least_favourable.py``): negatives U(0, 1),
     positives U(0, 1) with probability ``mix`` and U(1, 2) otherwise. With
     ``mix = fp_cost (1 - prior) / (fn_cost prior)`` the expected cost is the same at every
     threshold in [0, 1] (a score band where the classifier carries no information at these
