@@ -24,6 +24,10 @@ exists, and ``-inf`` (FNR 0, covered) otherwise.
   points and ``fn_cost = M`` (the validation draw of the bounds' guarantee; the negatives'
   sampling noise, ~ sqrt(M n1) / 2, is small next to the margin M).
 
+``fpr_upper`` gets the mirror image: ``n0`` negatives U(0, 1) (FPR(t) = 1 - t), one
+positive at each ``1 - v(k)``, ``k = 1..n0``, where ``v(k)`` is ``fpr_upper`` with ``k``
+negatives at or below the threshold (see :func:`draw`).
+
 Each population is built for the band it tests. The rows with a band at ``nominal - 0.03``
 ask what a narrower band (the same method, calibrated to that lower confidence) would do in
 its own least favourable population: its coverage falls to its level, below the nominal one.
@@ -59,56 +63,72 @@ from thors_stream._band import no_crossing_probability
 from thors_stream.bounds import _prior_interval, _risk_extreme, bounds_arrays, cdf_lower, cdf_upper
 
 
-def fnr_upper_table(n1: int, confidence: float, method: str = "exact") -> np.ndarray:
-    """``u(k)``: ``fnr_upper`` with ``k`` of ``n1`` positives at or below the threshold,
-    ``k = 0..n1`` (it depends on the positives' counts only)."""
-    k = np.arange(n1 + 1)
-    out = bounds_arrays(np.full_like(k, n1), np.full_like(k, n1), np.zeros_like(k), k, fn_cost=1, fp_cost=1,
-                        confidence=confidence, method=method)
-    return out["fnr_upper"]
+def bound_table(n: int, confidence: float, stat: str = "fnr_upper") -> np.ndarray:
+    """The values the bound takes with ``n`` events of its class: ``stat="fnr_upper"``,
+    ``u(k)`` with ``k`` of ``n`` positives at or below the threshold; ``"fpr_upper"``,
+    ``v(k)`` with ``k`` of ``n`` negatives at or below it; ``k = 0..n`` (each depends on its
+    class's counts only)."""
+    k = np.arange(n + 1)
+    full, none = np.full_like(k, n), np.zeros_like(k)
+    ck0, ck1 = (none, k) if stat == "fnr_upper" else (k, none)
+    return bounds_arrays(full, full, ck0, ck1, fn_cost=1, fp_cost=1, confidence=confidence)[stat]
 
 
-def band_coverage(n1: int, confidence: float) -> float:
-    """The exact probability that ``fnr_upper`` at ``confidence`` holds at every threshold
-    (``U_(k+1) <= u(k)`` for every ``k``): what the population below makes its coverage."""
-    return no_crossing_probability(n1, upper=fnr_upper_table(n1, confidence)[:n1])
+def band_coverage(n: int, confidence: float, stat: str = "fnr_upper") -> float:
+    """The exact probability that the bound holds at every threshold, which the population
+    below makes its coverage: ``U_(k+1) <= u(k)`` for every ``k`` (``fnr_upper``, the
+    positives' order statistics), ``V_(k) >= 1 - v(k)`` for ``k >= 1`` (``fpr_upper``, the
+    negatives')."""
+    b = bound_table(n, confidence, stat)
+    if stat == "fnr_upper":
+        return no_crossing_probability(n, upper=b[:n])
+    return no_crossing_probability(n, lower=1.0 - b[1:])
 
 
-def draw(n1: int, confidence: float, reps: int, rng: np.random.Generator,
-         iid_m: int = 0) -> tuple[np.ndarray, np.ndarray, float]:
+def draw(n: int, confidence: float, reps: int, rng: np.random.Generator, iid_m: int = 0,
+         stat: str = "fnr_upper") -> tuple[np.ndarray, np.ndarray, float, float]:
     """``reps`` validation sets of the population built for the band at ``confidence``:
-    scores (reps x (n1 + n0), positives first), labels, and ``fn_cost`` (``fp_cost`` = 1).
-    ``iid_m = 0``: the negatives are the fixed points; else ``iid_m * n1`` i.i.d. draws
-    from them and ``fn_cost = iid_m``."""
-    points = np.nextafter(fnr_upper_table(n1, confidence)[:n1], np.inf)
-    pos = rng.random((reps, n1))
-    neg = np.broadcast_to(points, (reps, n1)) if iid_m == 0 else points[rng.integers(0, n1, (reps, iid_m * n1))]
+    scores (reps x all events, positives first), labels, ``fn_cost`` and ``fp_cost``.
+
+    ``fnr_upper``: ``n`` positives U(0, 1), negatives just above ``u(0), ..., u(n-1)``.
+    ``fpr_upper`` (the mirror): ``n`` negatives U(0, 1), positives at ``1 - v(1), ...,
+    1 - v(n)``; the cost at ``t`` is ``n - k0(t) + J(t)`` with ``J(t) = #{k >= 1 : t >= 1 - v(k)}``,
+    at most ``n - 1`` exactly where the bound fails. ``iid_m = 0``: the other class is the
+    fixed points; else ``iid_m * n`` i.i.d. draws from them, and that class's cost is ``iid_m``."""
+    b = bound_table(n, confidence, stat)
+    points = np.nextafter(b[:n], np.inf) if stat == "fnr_upper" else 1.0 - b[1:]
+    free = rng.random((reps, n))
+    fixed = np.broadcast_to(points, (reps, n)) if iid_m == 0 else points[rng.integers(0, n, (reps, iid_m * n))]
+    pos, neg = (free, fixed) if stat == "fnr_upper" else (fixed, free)
     s = np.concatenate([pos, neg], axis=1)
     y = np.zeros(s.shape, dtype=bool)
-    y[:, :n1] = True
-    return s, y, 1.0 if iid_m == 0 else float(iid_m)
+    y[:, : pos.shape[1]] = True
+    m = 1.0 if iid_m == 0 else float(iid_m)
+    return (s, y, m, 1.0) if stat == "fnr_upper" else (s, y, 1.0, m)
 
 
-def covered(s: np.ndarray, y: np.ndarray, fn: float, confidence: float) -> np.ndarray:
-    """Per validation set (positives U(0, 1), so FNR(t) = t on [0, 1]): does
-    ``fnr_upper`` at ``confidence`` hold at the threshold THORS picks?"""
-    got = thors_many(s, y, fn, 1.0)
-    r0 = thors_threshold(s[0], y[0], fn_cost=fn, fp_cost=1.0)  # the vectorised pick is the library's
-    assert (r0.threshold, r0.count_k1) == (got["threshold"][0], got["k1"][0]), (r0, got["threshold"][0])
+def covered(s: np.ndarray, y: np.ndarray, fn: float, fp: float, confidence: float,
+            stat: str = "fnr_upper") -> np.ndarray:
+    """Per validation set of :func:`draw`: does the bound hold at the threshold THORS picks?
+    (The free class is U(0, 1): FNR(t) = t, FPR(t) = 1 - t on [0, 1].)"""
+    got = thors_many(s, y, fn, fp)
+    r0 = thors_threshold(s[0], y[0], fn_cost=fn, fp_cost=fp)  # the vectorised pick is the library's
+    assert (r0.threshold, r0.count_k0, r0.count_k1) == (got["threshold"][0], got["k0"][0], got["k1"][0]), r0
     thr = got["threshold"]
-    fnr_true = np.clip(np.where(np.isfinite(thr), thr, 0.0), 0.0, 1.0)
-    u = fnr_upper_table(int(y[0].sum()), confidence)
-    return fnr_true <= u[got["k1"].astype(int)]
+    t = np.clip(np.where(np.isfinite(thr), thr, 0.0), 0.0, 1.0)  # -inf: FNR 0, FPR 1
+    if stat == "fnr_upper":
+        return t <= bound_table(int(y[0].sum()), confidence, stat)[got["k1"].astype(int)]
+    return 1.0 - t <= bound_table(int((~y[0]).sum()), confidence, stat)[got["k0"].astype(int)]
 
 
-def coverage(n1: int, confidence: float, reps: int, seed: int, iid_m: int = 0) -> float:
-    """Coverage of ``fnr_upper`` at ``confidence`` in the population built for that band."""
+def coverage(n: int, confidence: float, reps: int, seed: int, iid_m: int = 0, stat: str = "fnr_upper") -> float:
+    """Coverage of the bound at ``confidence`` in the population built for that band."""
     rng = np.random.default_rng(seed)
-    chunk = max(1, 4_000_000 // (n1 + max(iid_m, 1) * n1))
+    chunk = max(1, 4_000_000 // (n + max(iid_m, 1) * n))
     held = 0
     for start in range(0, reps, chunk):
-        s, y, fn = draw(n1, confidence, min(chunk, reps - start), rng, iid_m)
-        held += int(covered(s, y, fn, confidence).sum())
+        s, y, fn, fp = draw(n, confidence, min(chunk, reps - start), rng, iid_m, stat)
+        held += int(covered(s, y, fn, fp, confidence, stat).sum())
     return held / reps
 
 
@@ -177,29 +197,30 @@ def main(argv: list[str] | None = None) -> int:
     reps = args.reps or (2_000 if args.quick else 20_000)
     sizes = (40,) if args.quick else (40, 400)
     t0 = time.perf_counter()
-    print(f"fnr_upper (method='exact') in its least favourable population; {reps:,} repetitions per row")
-    print()
-    print("| n1 | negatives | nominal | band calibrated to | band's exact simultaneous coverage "
-          "| coverage (± s.e.) | below nominal by > 3 s.e. |")
-    print("|---|---|---|---|---|---|---|")
-    seed = args.seed
-    for n1 in sizes:
-        for nominal in (0.90, 0.95):
-            narrower = round(nominal - 0.03, 2)
-            rows = [("fixed points", 0, nominal), ("fixed points", 0, narrower)]
-            if n1 <= 40:
-                rows.append(("i.i.d., M = 1,000", 1000, nominal))
-            for label, m, conf in rows:
-                seed += 1
-                c = coverage(n1, conf, reps, seed, iid_m=m)
-                se = math.sqrt(max(c * (1 - c), 1e-12) / reps)
-                flag = "yes" if c < nominal - 3 * math.sqrt(nominal * (1 - nominal) / reps) else "no"
-                print(f"| {n1} | {label} | {nominal:.2f} | {conf:.2f} | {band_coverage(n1, conf):.4f} "
-                      f"| {c:.4f} ± {se:.4f} | {flag} |", flush=True)
+    for stat, free, other, offset in (("fnr_upper", "n1", "negatives", 0), ("fpr_upper", "n0", "positives", 50)):
+        print(f"{stat} (method='exact') in its least favourable population; {reps:,} repetitions per row")
+        print()
+        print(f"| {free} | {other} | nominal | band calibrated to | band's exact simultaneous coverage "
+              "| coverage (± s.e.) | below nominal by > 3 s.e. |")
+        print("|---|---|---|---|---|---|---|")
+        seed = args.seed + offset
+        for n in sizes:
+            for nominal in (0.90, 0.95):
+                narrower = round(nominal - 0.03, 2)
+                rows = [("fixed points", 0, nominal), ("fixed points", 0, narrower)]
+                if n <= 40:
+                    rows.append(("i.i.d., M = 1,000", 1000, nominal))
+                for label, m, conf in rows:
+                    seed += 1
+                    c = coverage(n, conf, reps, seed, iid_m=m, stat=stat)
+                    se = math.sqrt(max(c * (1 - c), 1e-12) / reps)
+                    flag = "yes" if c < nominal - 3 * math.sqrt(nominal * (1 - nominal) / reps) else "no"
+                    print(f"| {n} | {label} | {nominal:.2f} | {conf:.2f} | {band_coverage(n, conf, stat):.4f} "
+                          f"| {c:.4f} ± {se:.4f} | {flag} |", flush=True)
+        print()
     if args.quick:
         return 0
     sweep_reps = reps // 10
-    print()
     print(f"fnr_upper in the coverage simulation's settings, its band calibrated lower ({sweep_reps:,} repetitions; "
           f"s.e. ~{math.sqrt(0.05 * 0.95 / sweep_reps):.3f} near 0.95)")
     print()

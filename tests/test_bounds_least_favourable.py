@@ -1,5 +1,5 @@
-"""The least favourable population of benchmarks/bounds_least_favourable.py: THORS's pick
-is the band's worst case there, so fnr_upper covers exactly as often as its band holds."""
+"""The least favourable populations of benchmarks/bounds_least_favourable.py: THORS's pick
+is the band's worst case there, so a rate bound covers exactly as often as its band holds."""
 
 import math
 import sys
@@ -11,30 +11,38 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bounds_least_favourable as lf
 
+STATS = ["fnr_upper", "fpr_upper"]
 
-@pytest.mark.parametrize(("n1", "confidence"), [(12, 0.9), (25, 0.95), (60, 0.8)])
-def test_thors_picks_a_failing_threshold_whenever_one_exists(n1, confidence):
-    rng = np.random.default_rng(n1)
-    s, y, fn = lf.draw(n1, confidence, 400, rng)
-    held = lf.covered(s, y, fn, confidence)
-    # the band fails somewhere iff some (k+1)-th smallest positive lies above u(k)
-    u = lf.fnr_upper_table(n1, confidence)
-    x = np.sort(s[:, :n1], axis=1)
-    fails_somewhere = np.any(x > u[:n1], axis=1)
+
+@pytest.mark.parametrize("stat", STATS)
+@pytest.mark.parametrize(("n", "confidence"), [(12, 0.9), (25, 0.95), (60, 0.8)])
+def test_thors_picks_a_failing_threshold_whenever_one_exists(n, confidence, stat):
+    rng = np.random.default_rng(n)
+    s, y, fn, fp = lf.draw(n, confidence, 400, rng, stat=stat)
+    held = lf.covered(s, y, fn, fp, confidence, stat)
+    b = lf.bound_table(n, confidence, stat)
+    if stat == "fnr_upper":  # fails somewhere iff some (k+1)-th smallest positive lies above u(k)
+        x = np.sort(s[:, :n], axis=1)
+        fails_somewhere = np.any(x > b[:n], axis=1)
+    else:  # iff some k-th smallest negative lies below 1 - v(k)
+        x = np.sort(s[:, -n:], axis=1)
+        fails_somewhere = np.any(x < 1.0 - b[1:], axis=1)
     assert np.array_equal(held, ~fails_somewhere)
     assert 0 < fails_somewhere.sum() < 400  # both cases occur
 
 
-def test_coverage_there_is_the_bands_computed_simultaneous_coverage():
-    reps, n1, conf = 4000, 30, 0.90
-    exact = lf.band_coverage(n1, conf)
+@pytest.mark.parametrize("stat", STATS)
+def test_coverage_there_is_the_bands_computed_simultaneous_coverage(stat):
+    reps, n, conf = 4000, 30, 0.90
+    exact = lf.band_coverage(n, conf, stat)
     assert conf <= exact <= conf + 0.002  # the band is calibrated to its level
-    sim = lf.coverage(n1, conf, reps, seed=3)
+    sim = lf.coverage(n, conf, reps, seed=3, stat=stat)
     assert abs(sim - exact) <= 4 * math.sqrt(exact * (1 - exact) / reps), (sim, exact)
 
 
-def test_iid_negatives_give_the_same_coverage():
-    reps, n1, conf = 2000, 20, 0.90
-    exact = lf.band_coverage(n1, conf)
-    sim = lf.coverage(n1, conf, reps, seed=4, iid_m=1000)
+@pytest.mark.parametrize("stat", STATS)
+def test_iid_other_class_gives_the_same_coverage(stat):
+    reps, n, conf = 2000, 20, 0.90
+    exact = lf.band_coverage(n, conf, stat)
+    sim = lf.coverage(n, conf, reps, seed=4, iid_m=1000, stat=stat)
     assert abs(sim - exact) <= 4 * math.sqrt(exact * (1 - exact) / reps), (sim, exact)
