@@ -40,7 +40,7 @@ Last, for ``risk_upper``: how much lower it would be with its failure probabilit
 unequally between the two classes' bands, the split chosen per setting in hindsight (about
 the most any rule picking the split from the labels and costs could give).
 
-    python benchmarks/bounds_least_favourable.py           # ~8 minutes
+    python benchmarks/bounds_least_favourable.py           # ~11 minutes
     python benchmarks/bounds_least_favourable.py --quick   # smoke run (the first table only)
 """
 
