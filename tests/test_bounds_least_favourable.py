@@ -11,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bounds_least_favourable as lf
 
-STATS = ["fnr_upper", "fpr_upper"]
+STATS = list(lf.STATS)
 
 
 @pytest.mark.parametrize("stat", STATS)
@@ -46,3 +46,8 @@ def test_iid_other_class_gives_the_same_coverage(stat):
     exact = lf.band_coverage(n, conf, stat)
     sim = lf.coverage(n, conf, reps, seed=4, iid_m=1000, stat=stat)
     assert abs(sim - exact) <= 4 * math.sqrt(exact * (1 - exact) / reps), (sim, exact)
+
+
+def test_an_unknown_statement_is_refused():
+    with pytest.raises(ValueError, match="risk_upper"):
+        lf.bound_table(10, 0.9, "risk_upper")
