@@ -157,12 +157,21 @@ static int grow(void **arr, int32_t *cap, size_t item, int32_t need) {
     return 0;
 }
 
+/* Make the counts arena cap (>= 1) blocks long. Returns 0, or -1 with nothing changed
+   and no exception set (a failed shrink is harmless; a failed growth is the caller's
+   MemoryError). */
+static int resize_counts(CTree *t, int32_t cap) {
+    if (cap < 1) cap = 1;
+    void *p = PyMem_Realloc(t->cnts, (size_t)cap * sizeof(CountBlock));
+    if (!p) return -1;
+    t->cnts = p; t->ccap = cap;
+    return 0;
+}
+
 /* Counts arena as long as the leaf arena (when the tree is not plain). */
 static int grow_counts(CTree *t) {
     if (t->plain || t->ccap >= t->lcap) return 0;
-    void *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
-    if (!p) { PyErr_NoMemory(); return -1; }
-    t->cnts = p; t->ccap = t->lcap;
+    if (resize_counts(t, t->lcap) < 0) { PyErr_NoMemory(); return -1; }
     return 0;
 }
 
@@ -173,12 +182,9 @@ static int grow_counts(CTree *t) {
 static int leave_plain(CTree *t) {
     if (!t->plain) return 0;
     if (fail_reserve_after >= 0 && fail_reserve_after-- == 0) { PyErr_NoMemory(); return -1; }
+    /* (a rebuild may have left a block behind) */
+    if ((t->ccap < t->lcap || !t->cnts) && resize_counts(t, t->lcap) < 0) { PyErr_NoMemory(); return -1; }
     CountBlock *c = t->cnts;
-    if (t->ccap < t->lcap || !c) { /* (a rebuild may have left a block behind) */
-        c = PyMem_Realloc(t->cnts, (size_t)(t->lcap ? t->lcap : 1) * sizeof(CountBlock));
-        if (!c) { PyErr_NoMemory(); return -1; }
-        t->cnts = c; t->ccap = t->lcap ? t->lcap : 1;
-    }
     for (int32_t i = 0; i < t->lused; i++) {
         const Leaf *L = &t->leaves[i];
         int32_t n = L->n < 0 ? 0 : L->n > LCAP ? LCAP : L->n; /* free leaves included: harmless */
@@ -1870,11 +1876,8 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
         if (!p) goto nomem;
         t->los = p; t->ocap = nlo + 16;
     }
-    if (!rows_plain && t->ccap < t->lcap) { /* (while plain, a block held here is unused) */
-        CountBlock *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
-        if (!p) goto nomem;
-        t->cnts = p; t->ccap = t->lcap;
-    }
+    /* (while plain, a block held here is unused) */
+    if (!rows_plain && t->ccap < t->lcap && resize_counts(t, t->lcap) < 0) goto nomem;
     if (t->lcap / 4 > nl + 16) {
         Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (p) { t->leaves = p; t->lcap = (int32_t)(nl + 16); }
@@ -1887,10 +1890,7 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
         LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (p) { t->los = p; t->ocap = nlo + 16; }
     }
-    if (!rows_plain && t->ccap > t->lcap) { /* as long as the leaves, no longer */
-        CountBlock *p = PyMem_Realloc(t->cnts, (size_t)t->lcap * sizeof(CountBlock));
-        if (p) { t->cnts = p; t->ccap = t->lcap; }
-    }
+    if (!rows_plain && t->ccap > t->lcap) resize_counts(t, t->lcap); /* as long as the leaves, no longer */
     t->lused = 0; t->lfree = NIL; t->nleaves = 0;
     t->iused = 0; t->ifree = NIL; t->ninners = 0;
     t->oused = 0; t->ofree = NIL; t->nlos = 0;

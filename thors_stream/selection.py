@@ -49,7 +49,7 @@ from .stream import StreamingThors
 try:
     from ._ctree import selector_step as _compiled_step
 
-    selector_step: Callable[..., None] | None = _compiled_step
+    selector_step: Callable[..., float] | None = _compiled_step
 except ImportError:  # no compiler at install time: the Python step is used
     selector_step = None
 
