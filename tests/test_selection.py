@@ -241,3 +241,29 @@ def test_a_step_that_fails_part_way_leaves_get_reading_the_candidates():
         _fail_reserve_after(-1)
     assert sel.chosen == "window 30"
     assert sel.get() == sel.experts[0].get() == trial.get() != before
+
+
+def test_wrapper_inline_step_equals_the_selector_fed_the_same_events():
+    """ThorsClassifier(window="auto") runs the compiled step inline on its lean learn_one
+    path and reads the cached threshold in predict_one; the selector must end up exactly
+    as a standalone WindowSelector fed the same scores and labels (both steps), and every
+    decision must be score > the selector's threshold at that moment."""
+    from river import datasets, linear_model, preprocessing
+
+    model = ThorsClassifier(preprocessing.StandardScaler() | linear_model.LogisticRegression(), fn_cost=10,
+                            fp_cost=1, window="auto", warm_up=50)
+    twins = [WindowSelector(fn_cost=10, fp_cost=1, default_threshold=1 / 11) for _ in range(2)]
+    twins[1]._fixed = None  # the Python step
+    for x, y in datasets.Phishing():
+        before = model.threshold
+        assert before == twins[0].get() == twins[1].get()
+        decision = model.predict_one(x)
+        score = model.predict_proba_one(x)[True]
+        assert decision == (score > before)
+        model.learn_one(x, y)
+        for t in twins:
+            t.update(score, y)
+    sel = model.selector
+    assert sel.n == twins[0].n == twins[1].n == 1250
+    assert sel.costs == twins[0].costs == pytest.approx(twins[1].costs, rel=1e-12)
+    assert sel.chosen == twins[0].chosen == twins[1].chosen and sel.get() == twins[0].get()

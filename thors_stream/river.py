@@ -24,7 +24,7 @@ from river import base
 
 from ._validation import check_label, check_time, check_weight, check_weighted_costs
 from .neyman_pearson import NPInfeasibleError
-from .selection import DEFAULT_WINDOWS, WindowSelector
+from .selection import DEFAULT_WINDOWS, WindowSelector, selector_step
 from .stream import StreamingThors
 
 __all__ = ["ThorsClassifier"]
@@ -441,7 +441,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             thr = self._segmented.get(self._segment_of(x)) if self._ready else None
             decision = score > (self._default if thr is None else thr)
         elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
-            thr = self._thors_threshold() if self._np else self._source.get()
+            sel = self._selector
+            thr = (sel._thr if sel is not None and sel._thr is not None else  # the compiled step's answer
+                   self._thors_threshold() if self._np else self._source.get())
             decision = score > (self._default if thr is None else thr)
         else:
             decision = score > self._default
@@ -500,7 +502,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 self._reject_score(score)
             self._cache_x = None
             self.classifier.learn_one(x, y)
-            self._source.update(score, pos)
+            sel = self._selector
+            if sel is not None and sel._fixed is not None:  # window="auto", compiled: the step inline
+                sel._thr = None  # (see WindowSelector.update)
+                sel._thr = selector_step(sel._fixed, score, pos, 1.0)  # type: ignore[misc]  # (compiled: not None)
+                sel.n += 1
+            else:
+                self._source.update(score, pos)
             if not self._ready:
                 self._count(pos)
             return
