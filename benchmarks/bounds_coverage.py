@@ -148,13 +148,15 @@ def _check_against_library(s, y, got, fn, fp, rows) -> None:
             raise AssertionError(f"vectorised THORS disagrees with thors_threshold on rep {i}: {mine} vs {r}")
 
 
-def simulate(dist: Dist, prior: float, n: int, reps: int, seed: int, n_test: int | None = None,
-             levels: tuple[float, ...] = LEVELS, method: str = "hybrid",
-             costs: tuple[float, float] | None = None) -> dict:
-    """Run one setting: returns coverage counts per statement and level, and mean bounds.
+def draw_setting(dist: Dist, prior: float, n: int, reps: int, seed: int, n_test: int | None = None,
+                 costs: tuple[float, float] | None = None) -> dict:
+    """Draw ``reps`` validation sets of one setting and what THORS's pick costs in truth.
 
-    ``costs`` = ``(fn_cost, fp_cost)`` (integers keep the vectorised THORS exact), default
-    ``COSTS[prior]``; ``n_test`` defaults to ``n // 2``.
+    Returns ``sel`` (THORS's threshold and counts per rep, see :func:`thors_many`), the true
+    ``fpr_true``, ``fnr_true``, ``risk_true`` (expected cost per new event) at each pick,
+    ``expected_cost`` (``n_test * risk_true``), ``realised`` (the cost of ``n_test`` new
+    events drawn from the truth), ``n_test`` and two ``kept`` reps (index, scores, labels)
+    for checks against the library. Deterministic in ``seed``.
     """
     fn, fp = COSTS[prior] if costs is None else costs
     n_test = n // 2 if n_test is None else n_test
@@ -175,9 +177,25 @@ def simulate(dist: Dist, prior: float, n: int, reps: int, seed: int, n_test: int
     fpr_true = np.where(np.isfinite(thr), dist.fpr(np.where(np.isfinite(thr), thr, 0.0)), 1.0)
     fnr_true = np.where(np.isfinite(thr), dist.fnr(np.where(np.isfinite(thr), thr, 0.0)), 0.0)
     risk_true = prior * fn * fnr_true + (1 - prior) * fp * fpr_true
-    exp_cost = n_test * risk_true
     n1_te = rng.binomial(n_test, prior, size=reps)
     realised = fn * rng.binomial(n1_te, fnr_true) + fp * rng.binomial(n_test - n1_te, fpr_true)
+    return {"sel": sel, "fpr_true": fpr_true, "fnr_true": fnr_true, "risk_true": risk_true,
+            "expected_cost": n_test * risk_true, "realised": realised, "n_test": n_test, "kept": kept}
+
+
+def simulate(dist: Dist, prior: float, n: int, reps: int, seed: int, n_test: int | None = None,
+             levels: tuple[float, ...] = LEVELS, method: str = "hybrid",
+             costs: tuple[float, float] | None = None) -> dict:
+    """Run one setting: returns coverage counts per statement and level, and mean bounds.
+
+    ``costs`` = ``(fn_cost, fp_cost)`` (integers keep the vectorised THORS exact), default
+    ``COSTS[prior]``; ``n_test`` defaults to ``n // 2``.
+    """
+    fn, fp = COSTS[prior] if costs is None else costs
+    d = draw_setting(dist, prior, n, reps, seed, n_test, (fn, fp))
+    n_test, sel, kept = d["n_test"], d["sel"], d["kept"]
+    fpr_true, fnr_true, risk_true = d["fpr_true"], d["fnr_true"], d["risk_true"]
+    exp_cost, realised = d["expected_cost"], d["realised"]
     out: dict = {"hold": {}, "means": {}, "reps": reps, "n_test": n_test,
                  "mean_realised": float(realised.mean()), "mean_expected": float(exp_cost.mean()),
                  "mean_fpr": float(fpr_true.mean()), "mean_fnr": float(fnr_true.mean()),
