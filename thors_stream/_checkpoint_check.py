@@ -20,12 +20,14 @@ back to back inside the payload. So memory stays bounded by the file's length.
   in ``4..65536``;
 - per-score rows: keys finite and strictly increasing; counts non-negative integers
   (at most 2**53) with ``c1 + c0 >= 1``; weights finite, ``>= 0``, zero exactly where
-  the class count is zero; the optional double-double low parts ``w1_lo``/``w0_lo``
+  the class count is zero, and at most the count times the per-event limit ``update``
+  applies (``w <= 2**960`` and ``w * max(fn_cost, fp_cost) <= 2**960``; every queued,
+  late or ledger weight within that limit too); the optional double-double low parts ``w1_lo``/``w0_lo``
   finite, zero where the weight is, at most one unit in the last place of it;
 - scalars: ``n`` the sum of the counts; ``w1``/``w0`` the class weight totals (relative
   tolerance :data:`REL_TOL`); the tree's coefficients the costs (or, with a
   ``class_prior``, the costs rescaled by some class totals: ``pi fn / a + (1 - pi) fp / b
-  = 1``); ``n_updates``, ``arrivals`` non-negative ints; ``last_t`` ``-inf`` without a
+  = 1``); ``n_updates``, ``arrivals`` ints in ``0..2**63 - 1``; ``last_t`` ``-inf`` without a
   period, else ``-inf`` or finite;
 - windows: the live records of the expiry queue (label 0 or 1; 2 marks a record
   cancelled by ``revert``) plus the late events are exactly the tree's multiset: the
@@ -51,12 +53,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST, MAX_WINDOW
+
 __all__ = ["REL_TOL", "StreamSpec", "check_array_table", "check_stream_parts"]
 
 REL_TOL = 1e-9  # relative tolerance of weight sums (float rounding, never a different event)
 MAX_COUNT = 2**53  # counts are float64 in the core: exact up to here
 MAX_INT64 = 2**63 - 1
-MAX_WINDOW = 2**62
 LOAD_RANGE = (4, 65536)
 
 F8, U1, I8 = np.dtype("<f8"), np.dtype("|u1"), np.dtype("<i8")
@@ -223,8 +226,15 @@ def _counts(a: np.ndarray, name: str, where: str) -> None:
              f"must hold integers in 0..{MAX_COUNT}", where)
 
 
-def _weights(a: np.ndarray, name: str, where: str) -> None:
+def _weights(a: np.ndarray, name: str, where: str, cost: float) -> None:
+    """One event's weights: finite, > 0, and within the runtime's limit (``w <= 2**960``
+    and ``w * cost <= 2**960`` for the larger cost), beyond which costs could overflow."""
     _require(np.isfinite(a) & (a > 0), a, name, "must hold finite weights > 0", where)
+    with np.errstate(over="ignore"):  # an overflow to inf is a refusal
+        fits = (a <= MAX_WEIGHTED_COST) & (a * cost <= MAX_WEIGHTED_COST)
+    _require(fits, a, name,
+             f"must hold weights w with w <= 2**960 and w * {cost!r} (the larger cost) <= 2**960 "
+             "(MAX_WEIGHTED_COST), as update accepts", where)
 
 
 def _labels(a: np.ndarray, name: str, where: str, cancelled: bool = False) -> None:
@@ -369,7 +379,7 @@ def _check_multiset(keys: np.ndarray, rows_c: tuple[np.ndarray, np.ndarray], row
 
 
 def _check_ledger(arrays: dict[str, Any], keys: np.ndarray, rows_c: tuple[np.ndarray, np.ndarray],
-                  rows_w: tuple[np.ndarray, np.ndarray], legacy: bool,
+                  rows_w: tuple[np.ndarray, np.ndarray], legacy: bool, cost: float,
                   where: str) -> list[tuple[float, int, float, int]]:
     """The weight ledger of an unwindowed summary (see the module docstring)."""
     n = keys.shape[0]
@@ -379,7 +389,7 @@ def _check_ledger(arrays: dict[str, Any], keys: np.ndarray, rows_c: tuple[np.nda
         ly, lw, lc = (_arr(arrays, k, where, m) for k in _LEDGER[1:])
         _finite(ls, "ledger_s", where)
         _labels(ly, "ledger_y", where)
-        _weights(lw, "ledger_w", where)
+        _weights(lw, "ledger_w", where, cost)
         _require(lw != 1.0, lw, "ledger_w", "must hold weights other than 1 (unit weights are not recorded)", where)
         _require((lc >= 1) & (lc <= MAX_COUNT), lc, "ledger_c", f"must hold counts in 1..{MAX_COUNT}", where)
         if m > 1:  # written sorted by (score, label, weight): strictly increasing, so unique
@@ -493,6 +503,16 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         total = sum(int(v) for v in c1.tolist()) + sum(int(v) for v in c0.tolist())
     wt1 = w1 + lo[0] if lo is not None else w1
     wt0 = w0 + lo[1] if lo is not None else w0
+    # each event weighs at most what update accepts, so a score's weight is at most its
+    # count times that (up to the rounding of the sum)
+    cost = max(kwargs["fn_cost"], kwargs["fp_cost"])
+    for name, w, c in (("w1", wt1, c1), ("w0", wt0, c0)):
+        cap = c * MAX_WEIGHTED_COST * (1 + REL_TOL)
+        with np.errstate(over="ignore"):  # an overflow to inf is a refusal
+            fits = (w <= cap) & (w * cost <= cap)
+        _require(fits, w, name,
+                 f"must be at most its count times the per-event limit (w <= 2**960 and w * {cost!r}, the "
+                 "larger cost, <= 2**960: MAX_WEIGHTED_COST, as update accepts)", where)
 
     # ---- scalars
     n_state = _int(s["n"], "state.n", where, 0, MAX_COUNT)
@@ -509,7 +529,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
     if math.isnan(last_t) or last_t == math.inf or (period_s is None and last_t != -math.inf):
         raise _bad(where, "state.last_t", f"must be -inf{' or finite' if timed else ' (no period)'}, got {last_t!r}")
     arrivals = _int(s["arrivals"], "state.arrivals", where, 0, MAX_INT64)
-    n_updates = _int(s["n_updates"], "state.n_updates", where, 0, MAX_INT64)
+    n_updates = _int(s["n_updates"], "state.n_updates", where, 0, MAX_UPDATES)
     coefs = _check_coefs(s["tree_coefs"], kwargs["fn_cost"], kwargs["fp_cost"], kwargs["class_prior"], where)
 
     # ---- late events (period only)
@@ -522,7 +542,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         _finite(lt, "late_t", where)
         _finite(ls, "late_s", where)
         _labels(ly, "late_y", where)
-        _weights(lw, "late_w", where)
+        _weights(lw, "late_w", where, cost)
         _require(lt < last_t, lt, "late_t", f"must be before state.last_t={last_t!r} (late events)", where)
         assert period_s is not None  # timed
         _require(lt > last_t - period_s, lt, "late_t",
@@ -546,7 +566,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         qy, qw = _arr(arrays, "queue_y", where, mq), _arr(arrays, "queue_w", where, mq)
         _finite(qs, "queue_s", where)
         _labels(qy, "queue_y", where, cancelled=True)
-        _weights(qw, "queue_w", where)
+        _weights(qw, "queue_w", where, cost)
         queue = (qs, qy, qw)
         if window is not None and mq > window:
             raise _bad(where, "array 'queue_s'", f"queues {mq} records, more than window={window}")
@@ -570,7 +590,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
                         "the expiry queue" + (" with the late events" if timed else ""), where)
         ledger: list[tuple[float, int, float, int]] = []
     else:
-        ledger = _check_ledger(arrays, keys, (c1, c0), (wt1, wt0), legacy, where)
+        ledger = _check_ledger(arrays, keys, (c1, c0), (wt1, wt0), legacy, cost, where)
 
     rows = np.stack([keys, w1, w0, c1, c0]) if n else np.zeros((5, 0))
     late = list(zip(lt.tolist(), lseq.tolist(), ls.tolist(), ly.tolist(), lw.tolist()))

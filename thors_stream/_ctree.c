@@ -1595,7 +1595,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
         if (upsert(self, s, pos ? 1.0 : 0.0, pos ? 0.0 : 1.0, pos, !pos) < 0) return NULL;
         pr_push(self, s);
     }
-    self->n_updates++;
+    if (self->n_updates < LLONG_MAX) self->n_updates++; /* saturating */
     Py_RETURN_NONE;
 slow:
     return PyObject_Vectorcall(self->slow_update, args, nargs, kwnames);
@@ -2815,7 +2815,7 @@ static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize
         for (Py_ssize_t i = 0; i < K; i++) {
             CTree *t = (CTree *)PyTuple_GET_ITEM(trees, i);
             if (window_push(t, s, pos, w, t->limit) < 0) return NULL;
-            t->n_updates++;
+            if (t->n_updates < LLONG_MAX) t->n_updates++;
         }
         /* the chosen window's threshold, as StreamingThors.get() reads it (the next step
            cleans that tree anyway) */

@@ -54,3 +54,6 @@ class StreamState:
 
     def _bind_fast_paths(self) -> None:  # pragma: no cover - StreamingThors defines it
         raise NotImplementedError
+
+    def _count_updates(self, m: int) -> None:  # pragma: no cover - StreamingThors defines it
+        raise NotImplementedError

@@ -86,19 +86,19 @@ class WindowsPart(StreamState):
                 self._tree.add(s, pos, w)
                 if w != 1.0:
                     self._ledger.add(s, pos, w)
-            self.n_updates += 1
+            self._count_updates(1)
             return
         if t is None:
             raise ValueError("t (the event time) is required when period is set")
         tf = check_time(t, "t")
         if tf < self._last_t:
             self._add_late(s, pos, w, tf)
-            self.n_updates += 1
+            self._count_updates(1)
             return
         cutoff = tf - self._period_s
         self._tree.time_push(s, pos, w, tf, cutoff)
         self._last_t = tf
-        self.n_updates += 1
+        self._count_updates(1)
         self._expire_late(cutoff)
 
     def _add_late(self, s: float, pos: bool, w: float, tf: float) -> None:
@@ -192,13 +192,15 @@ class WindowsPart(StreamState):
         if m == 0:
             return
         if self._period_s is None and not isinstance(self._tree, PyCore):
-            # compiled core: queue, expiry, sort and apply in one call (radix sort, leaf by leaf)
+            # compiled core: queue, expiry, sort and apply in one call (radix sort, leaf by leaf);
+            # it reads C-contiguous buffers (a strided view, e.g. a[::2], is copied here)
+            s, w = np.ascontiguousarray(s), np.ascontiguousarray(w)
             if self.window is not None:
                 self._tree.window_push_many(s, y.astype(np.uint8), w, self.window)
             else:
                 self._tree.add_many(s, y.astype(np.uint8), w)
                 self._ledger.add_many(s, y, w)
-            self.n_updates += m
+            self._count_updates(m)
             return
         keys, yy, ww, sign = s, y, w, np.ones(m)
         if queue is not None:
@@ -225,5 +227,5 @@ class WindowsPart(StreamState):
         zero = np.zeros(keys.shape[0])
         self._tree.apply_sorted(np.ascontiguousarray(keys), np.where(yy, sw, zero), np.where(yy, zero, sw),
                                 np.where(yy, sign, zero), np.where(yy, zero, sign))
-        self.n_updates += m
+        self._count_updates(m)
 

@@ -54,12 +54,19 @@ import numpy as np
 
 MAX_WEIGHTED_COST = 2.0**960
 """The largest weight, cost, and weight * cost accepted (sums of up to 2**60 such stay finite)."""
+MAX_WINDOW = 2**62
+"""The largest count window (the compiled core's ring indices are signed 64-bit)."""
+MAX_UPDATES = 2**63 - 1
+"""The largest ``n_updates`` (the compiled core keeps it in an int64; the count saturates there)."""
 
 __all__ = [
+    "MAX_UPDATES",
     "MAX_WEIGHTED_COST",
+    "MAX_WINDOW",
     "check_class_prior",
     "check_label",
     "check_labels",
+    "check_n_updates",
     "check_score",
     "check_scores",
     "check_time",
@@ -251,6 +258,22 @@ def check_weighted_costs(w: Any, fn_cost: float, fp_cost: float, name: str = "we
         i = int(np.flatnonzero(arr * cost > MAX_WEIGHTED_COST)[0])
     raise ValueError(f"{name} {arr.flat[i].item()!r} at position {i} times the cost {cost!r} exceeds 2**960 "
                      "(MAX_WEIGHTED_COST): the total cost would not be finite")
+
+
+def check_n_updates(value: Any) -> int:
+    """``value`` as an update count: an int in ``0..MAX_UPDATES`` (bools refused).
+
+    >>> check_n_updates(12)
+    12
+    >>> check_n_updates(2**63)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_updates must be an integer in 0..2**63 - 1, got 9223372036854775808
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or \
+            not 0 <= int(value) <= MAX_UPDATES:
+        raise ValueError(f"n_updates must be an integer in 0..2**63 - 1, got {_show(value)}")
+    return int(value)
 
 
 def check_open_unit(value: Any, name: str, optional: bool = False) -> float | None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ._checkpoint_check import _bad
+from ._validation import check_labels, check_scores, check_weights, real_number
 from .batch import thors_threshold
 from .result import DEFAULT_MIN_PER_CLASS, ThresholdResult
 
@@ -42,6 +43,14 @@ def _groups(segments: Any, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
     return keys, [order[bounds[i]:bounds[i + 1]] for i in range(len(keys))]
 
 
+def _events(scores: Any, y: Any, sample_weight: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Scores, labels and weights checked by the rules of :func:`thors_threshold` (a bad
+    value raises naming it, before anything is computed)."""
+    s = check_scores(scores)
+    n = s.shape[0]
+    return s, check_labels(y, n), check_weights(sample_weight, n)
+
+
 def thors_by_segment(scores: Any, y: Any, segments: Any, *, fn_cost: float, fp_cost: float,
                      sample_weight: Any = None, class_prior: float | None = None) -> dict[Any, ThresholdResult]:
     """The exact THORS threshold of each segment's events: ``{segment: ThresholdResult}``.
@@ -56,9 +65,7 @@ def thors_by_segment(scores: Any, y: Any, segments: Any, *, fn_cost: float, fp_c
     >>> {k: v.threshold for k, v in r.items()}
     {'a': 0.1, 'b': 0.7}
     """
-    s = np.asarray(scores, dtype=np.float64)
-    lab = np.asarray(y)
-    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    s, lab, w = _events(scores, y, sample_weight)
     keys, idx = _groups(segments, s.shape[0])
     out: dict[Any, ThresholdResult] = {}
     for k, ix in zip(keys.tolist(), idx):
@@ -84,15 +91,12 @@ def pooled_threshold(scores: Any, y: Any, in_segment: Any, pool_weight: float, *
     ...     s, y, fn_cost=1, fp_cost=1).threshold
     True
     """
-    lam = float(pool_weight)
-    if not (lam >= 0 and np.isfinite(lam)):
+    lam = real_number(pool_weight, "pool_weight")
+    if not lam >= 0:
         raise ValueError(f"pool_weight must be finite and >= 0, got {pool_weight!r}")
-    s = np.asarray(scores, dtype=np.float64)
-    lab = np.asarray(y)
-    m = np.asarray(in_segment, dtype=bool)
-    if m.shape != s.shape:
-        raise ValueError("in_segment must have one value per event")
-    w = (np.ones(s.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)) * (m + lam)
+    s, lab, sw = _events(scores, y, sample_weight)
+    m = check_labels(in_segment, s.shape[0], "in_segment")
+    w = (np.ones(s.shape[0]) if sw is None else sw) * (m + lam)
     keep = w > 0
     if not keep.any():
         raise ValueError("the segment has no events and pool_weight is 0")
@@ -121,8 +125,11 @@ class SegmentPlan:
 
     def predict(self, scores: Any, segments: Any) -> np.ndarray:
         """``score > threshold(segment)`` for each event. O(n)."""
-        s = np.asarray(scores, dtype=np.float64)
-        thr = np.array([self.threshold(g) for g in np.asarray(segments).tolist()], dtype=np.float64)
+        s = check_scores(scores)
+        g = np.asarray(segments)
+        if g.shape != s.shape:
+            raise ValueError(f"segments must have one value per score ({s.shape[0]}), got shape {g.shape}")
+        thr = np.array([self.threshold(k) for k in g.tolist()], dtype=np.float64)
         return s > thr
 
 
@@ -144,9 +151,7 @@ def segment_thresholds(scores: Any, y: Any, segments: Any, *, fn_cost: float, fp
     """
     from .release import evaluate_threshold
 
-    s = np.asarray(scores, dtype=np.float64)
-    lab = np.asarray(y).astype(bool)
-    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    s, lab, w = _events(scores, y, sample_weight)
     g = np.asarray(segments)
     glob = thors_threshold(s, lab, fn_cost=fn_cost, fp_cost=fp_cost, sample_weight=w, class_prior=class_prior)
     plan = SegmentPlan(glob)

@@ -58,6 +58,7 @@ _M64 = 2**64 - 1
 __all__ = ["DEFAULT_WINDOWS", "WindowSelector"]
 
 DEFAULT_WINDOWS = (500, 2_000, 8_000, 32_000)
+MAX_COMPILED_WINDOWS = 63  # the compiled step's limit; more windows take the Python step
 
 
 class WindowSelector:
@@ -155,6 +156,7 @@ class WindowSelector:
         cores = tuple(e._tree for e in self._experts)
         # the compiled step needs compiled cores without class reweighting
         compiled = (selector_step is not None and self._experts[0].class_prior is None
+                    and len(cores) <= MAX_COMPILED_WINDOWS
                     and all(not isinstance(c, PyCore) for c in cores))
         self._fixed = ((cores, self.default_threshold, self.fn_cost, self.fp_cost, self._leader, self._buf)
                        if compiled else None)

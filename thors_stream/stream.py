@@ -26,7 +26,15 @@ from ._stream_lock import _locked
 from ._stream_np import NPReadPart
 from ._stream_store import StorePart
 from ._stream_windows import WindowsPart
-from ._validation import MAX_WEIGHTED_COST, check_class_prior, check_score, check_time
+from ._validation import (
+    MAX_UPDATES,
+    MAX_WEIGHTED_COST,
+    MAX_WINDOW,
+    check_class_prior,
+    check_n_updates,
+    check_score,
+    check_time,
+)
 from .costs import class_coefficients, resolve_costs
 from .neyman_pearson import NPInfeasibleError, check_np_params
 from .result import ThresholdResult
@@ -137,6 +145,8 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         if window is not None:
             if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or window < 1:
                 raise ValueError(f"window must be a positive integer, got {window!r}")
+            if window > MAX_WINDOW:
+                raise ValueError(f"window must be at most 2**62 (MAX_WINDOW), got {window!r}")
             window = int(window)
         period_s = None if period is None else check_time(period, "period")
         if period_s is not None and period_s <= 0:
@@ -168,12 +178,17 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
 
     @property
     def n_updates(self) -> int:
-        """Update calls accepted so far (events seen, held or not)."""
+        """Update calls accepted so far (events seen, held or not); saturates at
+        ``2**63 - 1``. Settable (an int in ``0..2**63 - 1``)."""
         return int(self._tree.n_updates)
 
     @n_updates.setter
     def n_updates(self, value: int) -> None:
-        self._tree.n_updates = value
+        self._tree.n_updates = check_n_updates(value)
+
+    def _count_updates(self, m: int) -> None:
+        """Count ``m`` more accepted events (saturating: never an overflow)."""
+        self._tree.n_updates = min(int(self._tree.n_updates) + m, MAX_UPDATES)
 
     def _bind_fast_paths(self) -> None:
         """Route ``update``/``revert``/``get`` straight to the compiled core when it can

@@ -1,0 +1,208 @@
+"""Regression tests for the defects an adversarial review found on 2026-11-25 (each failed
+before its fix): strided arrays refused by the compiled batch path, the segment functions
+skipping the package's input rules, a selector with more windows than the compiled step
+takes, checkpoint weights above the runtime's weight limit, ``n_updates`` at the int64
+limit, and a window too large for the compiled core."""
+
+import math
+
+import numpy as np
+import pytest
+from test_checkpoint_hostile import forge, parse, refused
+
+from thors_stream import StreamingThors, thors_threshold
+from thors_stream._backend import available_backends
+from thors_stream.segments import pooled_threshold, segment_thresholds, thors_by_segment
+from thors_stream.selection import WindowSelector
+
+BACKENDS = available_backends()
+
+
+# ---------------------------------------------------------------- strided batches
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("window", [None, 7])
+def test_update_many_takes_strided_arrays(backend, window):
+    """A strided float64 view (``a[::2]``, ``a[::-1]``, a column) is valid input; both
+    backends take it and end where the contiguous copy leads."""
+    rng = np.random.default_rng(3)
+    base = np.round(rng.random((40, 2)), 2)
+    labels = np.tile([0, 1, 1, 0], 5)
+    weights = np.arange(1.0, 41.0)[::-2]
+    got = StreamingThors(fn_cost=3, fp_cost=1, window=window, backend=backend)
+    want = StreamingThors(fn_cost=3, fp_cost=1, window=window, backend=backend)
+    for s in (base[::2, 0], base[::-1, 1][:20], base[:20, 1]):
+        assert not s.flags.c_contiguous or s.base is not None
+        got.update_many(s, labels, weights)
+        want.update_many(np.ascontiguousarray(s), labels, np.ascontiguousarray(weights))
+    assert (got.get(), got.cost, len(got)) == (want.get(), want.cost, len(want))
+    assert [a.tolist() for a in got.held()] == [a.tolist() for a in want.held()]
+
+
+# ---------------------------------------------------------------- segments: one input rule
+BAD_SCORES = [
+    (["0.1", "0.9", "0.5"], TypeError),
+    ([True, False, True], TypeError),
+    ([10**400, 1, 2], ValueError),
+    ([0.1, math.nan, 0.3], ValueError),
+]
+
+
+@pytest.mark.parametrize(("scores", "error"), BAD_SCORES)
+def test_segment_functions_refuse_what_thors_threshold_refuses(scores, error):
+    y, seg = [0, 1, 1], ["a", "a", "a"]
+    with pytest.raises(error):
+        thors_threshold(scores, y, fn_cost=1, fp_cost=1)
+    with pytest.raises(error):
+        thors_by_segment(scores, y, seg, fn_cost=1, fp_cost=1)
+    with pytest.raises(error):
+        pooled_threshold(scores, y, [True, True, False], 0.5, fn_cost=1, fp_cost=1)
+    with pytest.raises(error):
+        segment_thresholds(scores, y, seg, fn_cost=1, fp_cost=1)
+
+
+@pytest.mark.parametrize("y", [[0, 2, 1], ["0", "1", "1"], [0.5, 1, 0]])
+def test_segment_functions_refuse_bad_labels(y):
+    """``segment_thresholds`` used to turn a label 2 into a positive (``astype(bool)``)."""
+    s, seg = [0.1, 0.5, 0.9], ["a", "a", "b"]
+    for call in (lambda: thors_by_segment(s, y, seg, fn_cost=1, fp_cost=1),
+                 lambda: segment_thresholds(s, y, seg, fn_cost=1, fp_cost=1),
+                 lambda: pooled_threshold(s, y, [True, True, False], 0.5, fn_cost=1, fp_cost=1)):
+        with pytest.raises(ValueError, match="y must hold only 0/1"):
+            call()
+
+
+def test_segment_functions_refuse_bad_weights_mask_and_pool_weight():
+    s, y, seg = [0.1, 0.5, 0.9], [0, 1, 1], ["a", "a", "b"]
+    for w in ([1.0, -1.0, 1.0], [1.0, math.inf, 1.0], ["1", "1", "1"]):
+        with pytest.raises((ValueError, TypeError), match="sample_weight"):
+            thors_by_segment(s, y, seg, fn_cost=1, fp_cost=1, sample_weight=w)
+        with pytest.raises((ValueError, TypeError), match="sample_weight"):
+            segment_thresholds(s, y, seg, fn_cost=1, fp_cost=1, sample_weight=w)
+    with pytest.raises(ValueError, match="in_segment"):
+        pooled_threshold(s, y, ["yes", "no", "no"], 0.5, fn_cost=1, fp_cost=1)
+    with pytest.raises(ValueError, match="in_segment"):
+        pooled_threshold(s, y, [2, 0, 1], 0.5, fn_cost=1, fp_cost=1)
+    for lam in ("0.5", True, math.nan, -1.0):
+        with pytest.raises((ValueError, TypeError), match="pool_weight"):
+            pooled_threshold(s, y, [True, True, False], lam, fn_cost=1, fp_cost=1)
+    # valid input still gives THORS's answer
+    r = thors_by_segment(np.array(s), np.array(y, dtype=bool), seg, fn_cost=1, fp_cost=1)
+    assert r["a"].threshold == thors_threshold(s[:2], y[:2], fn_cost=1, fp_cost=1).threshold
+
+
+# ---------------------------------------------------------------- selector: many windows
+def test_selector_with_more_windows_than_the_compiled_step_takes_works():
+    """64 windows: the compiled step takes at most 63; the selector uses the Python step
+    (it used to refuse every update) and agrees with a 64-window Python selector."""
+    sel = WindowSelector(fn_cost=2, fp_cost=1, default_threshold=0.5, windows=list(range(1, 65)))
+    ref = WindowSelector(fn_cost=2, fp_cost=1, default_threshold=0.5, windows=list(range(1, 65)))
+    ref._fixed = None
+    rng = np.random.default_rng(1)
+    for s, y in zip(rng.random(200).tolist(), (rng.random(200) < 0.4).tolist()):
+        sel.update(s, y)
+        ref.update(s, y)
+        assert sel.get() == ref.get()
+    assert sel.n == 200 and sel.costs == ref.costs
+
+
+# ---------------------------------------------------------------- checkpoints: weight limit
+def test_checkpoint_with_weights_beyond_the_runtime_limit_is_refused(tmp_path):
+    """A consistent file whose weights exceed what ``update`` accepts (w * cost > 2**960)
+    made every cost infinite and the threshold wrong; it is refused, naming the field."""
+    st = StreamingThors(fn_cost=2, fp_cost=2)
+    st.update(0.2, 1, 3.0)
+    st.update(0.8, 0, 3.0)
+    good = tmp_path / "good.ckpt"
+    st.save(good)
+    header, arrays, _ = parse(good)
+    arrays["w1"], arrays["w0"] = np.array([1.5e308, 0.0]), np.array([0.0, 1.6e308])
+    arrays["ledger_w"] = np.array([1.5e308, 1.6e308])
+    header["state"]["w1"], header["state"]["w0"] = 1.5e308, 1.6e308
+    refused(forge(tmp_path / "huge.ckpt", header, arrays), "2**960")
+    with pytest.raises(ValueError, match="2\\*\\*960"):
+        StreamingThors(fn_cost=2, fp_cost=2).update(0.2, 1, 1.5e308)
+
+
+def test_checkpoint_row_sums_of_many_large_events_still_load(tmp_path):
+    """The limit is per event: a score holding several events at the limit loads."""
+    big = 2.0**960 / 4
+    st = StreamingThors(fn_cost=4, fp_cost=1)
+    for _ in range(3):
+        st.update(0.3, 1, big)
+    st.update(0.6, 0, big)
+    st.save(tmp_path / "big.ckpt")
+    back = StreamingThors.load(tmp_path / "big.ckpt")
+    assert (back.get(), back.cost) == (st.get(), st.cost) and math.isfinite(back.cost)
+
+
+@pytest.mark.parametrize("field", ["queue_w", "late_w"])
+def test_checkpoint_window_weights_beyond_the_limit_are_refused(tmp_path, field):
+    kw = {"window": 10} if field == "queue_w" else {"period": 30.0}
+    st = StreamingThors(fn_cost=2, fp_cost=1, **kw)
+    for i, (s, y) in enumerate([(0.2, 1), (0.8, 0), (0.5, 1)]):
+        st.update(s, y, 1.0, t=float(10 - i) if "period" in kw else None)
+    good = tmp_path / "good.ckpt"
+    st.save(good)
+    header, arrays, _ = parse(good)
+    assert arrays[field].size
+    scale = 2.0**1000
+    arrays[field] = arrays[field] * scale
+    arrays["w1"], arrays["w0"] = arrays["w1"] * scale, arrays["w0"] * scale
+    header["state"]["w1"] *= scale
+    header["state"]["w0"] *= scale
+    refused(forge(tmp_path / "huge.ckpt", header, arrays), "2**960")
+
+
+# ---------------------------------------------------------------- n_updates and window at the limits
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_n_updates_saturates_at_the_int64_limit(tmp_path, backend):
+    """At 2**63 - 1 the count used to overflow: update_many raised after adding its batch,
+    update wrapped to a negative count, and the next checkpoint did not load. The count
+    now saturates; out-of-range values are refused when set or loaded."""
+    top = 2**63 - 1
+    st = StreamingThors(fn_cost=1, fp_cost=1, backend=backend)
+    st.update(0.2, 1)
+    for bad in (2**63, -1, True, 1.0):
+        with pytest.raises(ValueError, match="n_updates"):
+            st.n_updates = bad
+    assert st.n_updates == 1
+    st.n_updates = top - 1
+    st.update_many([0.5, 0.6], [1, 0])
+    assert st.n_updates == top and len(st) == 3
+    st.update(0.1, 0)
+    other = StreamingThors(fn_cost=1, fp_cost=1, backend=backend)
+    other.update(0.9, 1)
+    other.n_updates = top
+    st.merge(other)
+    assert st.n_updates == top and len(st) == 5
+    st.save(tmp_path / "top.ckpt")
+    back = StreamingThors.load(tmp_path / "top.ckpt")
+    assert back.n_updates == top and (back.get(), back.cost) == (st.get(), st.cost)
+    header, arrays, _ = parse(tmp_path / "top.ckpt")
+    header["state"]["n_updates"] = 2**63
+    refused(forge(tmp_path / "over.ckpt", header, arrays), "state.n_updates")
+
+
+@pytest.mark.parametrize("window", [5, None])
+def test_n_updates_saturates_in_the_compiled_fast_paths(window):
+    if "c" not in BACKENDS:
+        pytest.skip("compiled core not built")
+    st = StreamingThors(fn_cost=1, fp_cost=1, window=window, backend="c")
+    st.n_updates = 2**63 - 2
+    for s in (0.1, 0.2, 0.3):
+        st.update(s, 1)
+    assert st.n_updates == 2**63 - 1
+    sel = WindowSelector(fn_cost=2, fp_cost=1, default_threshold=0.5, windows=(3, 5))
+    for e in sel.experts:
+        e.n_updates = 2**63 - 1
+    sel.update(0.4, 1)
+    assert [e.n_updates for e in sel.experts] == [2**63 - 1] * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_window_too_large_is_a_value_error_on_every_backend(backend):
+    with pytest.raises(ValueError, match="window"):
+        StreamingThors(fn_cost=1, fp_cost=1, window=2**63, backend=backend)
+    st = StreamingThors(fn_cost=1, fp_cost=1, window=2**62, backend=backend)
+    st.update(0.3, 1)
+    assert st.get() == -math.inf
