@@ -69,7 +69,20 @@ def np_oracle(evs, fn, fp, prior, max_fpr, max_fnr, confidence):
     if not ok:
         return None
     best = min(cost[t] for t in ok)
-    return next(t for t in ok if cost[t] == best), best
+    return next(t for t in ok if cost[t] == best), best, {t: cost[t] for t in ok}
+
+
+def assert_oracle_threshold(got, want, prior):
+    """``got`` is the oracle's threshold; with a class prior (float rescaling of the costs,
+    whose ties the docs leave to rounding, as in test_batch_exact), an admissible threshold
+    within 1e-9 of the exact optimum that no smaller admissible threshold clearly beats."""
+    if prior is None:
+        assert got == want[0]
+        return
+    best, ok = want[1], want[2]
+    tol = Fraction(1e-9) * (abs(best) + max(ok.values()))
+    assert got in ok and ok[got] <= best + tol, (got, want[0])
+    assert all(c >= ok[got] - tol for t, c in ok.items() if t < got)
 
 
 # labels that carry signal (positives shifted up), heavy ties: both constraints are often feasible
@@ -125,7 +138,7 @@ def check_against_oracle(evs, fn, fp, alpha, conf, mode, prior, weighted):
             thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w, class_prior=prior, **kw)
     else:
         r = thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=w, class_prior=prior, **kw)
-        assert r.threshold == want[0]
+        assert_oracle_threshold(r.threshold, want, prior)
         assert r.cost == pytest.approx(float(want[1]), rel=1e-9, abs=1e-9)
         assert (r.max_fpr, r.max_fnr, r.np_confidence) == (kw["max_fpr"], kw["max_fnr"], conf)
     for backend in available_backends():
@@ -137,7 +150,7 @@ def check_against_oracle(evs, fn, fp, alpha, conf, mode, prior, weighted):
             with pytest.raises(NPInfeasibleError):
                 stm.result()
         else:
-            assert stm.get() == want[0]
+            assert_oracle_threshold(stm.get(), want, prior)
             assert stm.cost == pytest.approx(float(want[1]), rel=1e-9, abs=1e-9)
             assert stm.result() == r
 

@@ -206,3 +206,134 @@ def test_window_too_large_is_a_value_error_on_every_backend(backend):
     st = StreamingThors(fn_cost=1, fp_cost=1, window=2**62, backend=backend)
     st.update(0.3, 1)
     assert st.get() == -math.inf
+
+
+# ================================================================ the edges (second review)
+def _cli(argv, capsys):
+    from thors_stream.cli import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_exit_2(code, out, err, *needles):
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+@pytest.fixture
+def small_csv(tmp_path):
+    p = tmp_path / "v.csv"
+    p.write_text("score,label\n0.5,1\n0.2,0\n0.7,1\n0.1,0\n0.3,1\n0.6,0\n")
+    return p
+
+
+FIT = ["--score-col", "score", "--label-col", "label", "--fn-cost", "5", "--fp-cost", "1", "--min-per-class", "1"]
+
+
+def test_deeply_nested_baseline_is_one_line_exit_2(tmp_path, small_csv, capsys):
+    bad = tmp_path / "deep.json"
+    bad.write_text("[" * 100_000 + "]" * 100_000)
+    _one_line_exit_2(*_cli(["fit", small_csv, *FIT, "--baseline", bad], capsys), str(bad), "nested too deeply")
+
+
+def test_baseline_with_a_huge_integer_is_one_line_exit_2(tmp_path, small_csv, capsys):
+    import json
+
+    rel = tmp_path / "rel.json"
+    assert _cli(["fit", small_csv, *FIT, "--out", rel], capsys)[0] == 0
+    doc = json.loads(rel.read_text())
+    doc["global"]["threshold"] = 10**400
+    bad = tmp_path / "huge.json"
+    bad.write_text(json.dumps(doc))
+    _one_line_exit_2(*_cli(["fit", small_csv, *FIT, "--baseline", bad], capsys), str(bad), "global.threshold",
+                     "finite")
+
+
+@pytest.mark.parametrize("cap", ["1e-320", "1e-16"])
+def test_a_cap_too_small_for_any_sample_is_refused_at_once(small_csv, capsys, cap):
+    _one_line_exit_2(*_cli(["fit", small_csv, *FIT, "--max-fpr", cap], capsys), "max_fpr", "2**53")
+    with pytest.raises(ValueError, match="max_fnr"):
+        thors_threshold([0.1, 0.9], [0, 1], fn_cost=1, fp_cost=1, max_fnr=float(cap))
+    with pytest.raises(ValueError, match="max_fpr"):
+        StreamingThors(fn_cost=1, fp_cost=1, max_fpr=float(cap))
+
+
+def test_a_tiny_cap_answers_at_once_with_the_count_needed():
+    """max_fpr=1e-12 used to loop ~1e8 times (1 - alpha rounded): the count is exact now."""
+    from thors_stream import NPInfeasibleError
+    from thors_stream.neyman_pearson import fpr_tail, min_class_size
+
+    for alpha in (1e-6, 1e-9, 1e-12, 1e-15):
+        n = min_class_size(alpha, 0.05)
+        assert fpr_tail(n, n, alpha) <= 0.05 < fpr_tail(n - 1, n - 1, alpha)
+        assert abs(n - math.log(0.05) / math.log1p(-alpha)) < 2
+    with pytest.raises(NPInfeasibleError, match="2995732273553 negative"):
+        thors_threshold([0.1, 0.9, 0.5], [0, 1, 0], fn_cost=1, fp_cost=1, max_fpr=1e-12)
+
+
+def test_outputs_are_never_written_over_a_fifo_or_device_and_follow_symlinks(tmp_path, small_csv, capsys):
+    import os
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    _one_line_exit_2(*_cli(["fit", small_csv, *FIT, "--out", fifo], capsys), str(fifo), "not a regular file")
+    assert os.path.exists(fifo) and not os.path.isfile(fifo)  # still the FIFO
+    st = StreamingThors(fn_cost=1, fp_cost=1)
+    st.update(0.3, 1)
+    with pytest.raises(ValueError, match="not a regular file"):
+        st.save(fifo)
+    with pytest.raises(ValueError, match="a directory"):
+        st.save(tmp_path)
+    # a symlink stays a link; the file it points to gets the new content
+    real = tmp_path / "real.ckpt"
+    st.save(real)
+    link = tmp_path / "link.ckpt"
+    link.symlink_to(real)
+    st.update(0.8, 0)
+    st.save(link)
+    assert link.is_symlink() and len(StreamingThors.load(real)) == 2
+    rel_real, rel_link = tmp_path / "rel.json", tmp_path / "rel-link.json"
+    rel_real.write_text("{}")
+    rel_link.symlink_to(rel_real)
+    assert _cli(["fit", small_csv, *FIT, "--out", rel_link], capsys)[0] == 0
+    assert rel_link.is_symlink() and '"threshold"' in rel_real.read_text()
+
+
+def test_pos_label_learn_one_that_raises_changes_nothing():
+    from river import naive_bayes
+
+    from thors_stream import ThorsClassifier
+
+    for bad in ({"w": -1.0}, {"w": math.nan}):
+        m = ThorsClassifier(naive_bayes.GaussianNB(), fn_cost=5, fp_cost=1, pos_label="fraud", warm_up=0)
+        assert m.predict_one({"a": 1.0}) is None
+        with pytest.raises(ValueError):
+            m.learn_one({"a": 1.0}, "legit", **bad)
+        assert m.predict_one({"a": 1.0}) is None  # the negative label was not recorded
+        m.learn_one({"a": 1.0}, "legit")
+        assert m.predict_one({"a": 1.0}) in ("legit", "fraud")
+    timed = ThorsClassifier(naive_bayes.GaussianNB(), fn_cost=5, fp_cost=1, pos_label="fraud", period=60.0,
+                            warm_up=0)
+    with pytest.raises(ValueError, match="t"):
+        timed.learn_one({"a": 1.0}, "legit")  # no time
+    assert timed.predict_one({"a": 1.0}) is None
+
+
+def test_parquet_integer_scores_beyond_2_53_round_as_in_csv(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    big = 2**63 - 1
+    p = tmp_path / "v.parquet"
+    pq.write_table(pa.table({"score": pa.array([1, big, 3, 4], pa.int64()), "label": [0, 1, 1, 0]}), p)
+    c = tmp_path / "v.csv"
+    c.write_text(f"score,label\n1,0\n{big},1\n3,1\n4,0\n")
+    outs = []
+    for f in (p, c):
+        code, out, err = _cli(["fit", f, *FIT], capsys)
+        assert code == 0, err
+        outs.append(out)
+    assert outs[0] == outs[1].replace(str(c), str(p))

@@ -15,7 +15,7 @@ one that imports it back), lowest first:
 1. foundations: validation, costs, version (``_validation``, ``costs`` with
    ``class_coefficients``, ``_version``);
 2. rows and containers (``rows``, the expiry queue, the numpy prefix structure, the weight
-   ledger, checkpoint files);
+   ledger, checkpoint files, atomic file replacement);
 3. the tree (compiled or numpy) (``_core``, ``_backend``, the C extension ``_ctree``);
 4. bounds (``_band``, ``bounds``, ``planner``);
 5. the result of a selection (``result``, ``plotting``);

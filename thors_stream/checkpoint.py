@@ -59,6 +59,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._checkpoint_check import check_array_table
+from ._files import replace_target
 
 MAGIC = b"THORSCKP"
 VERSION = 1
@@ -153,7 +154,7 @@ def write_checkpoint(
         allow_nan=False, separators=(",", ":"),
     ).encode("utf-8")
     h = _hasher(key)
-    target = Path(path)
+    target = Path(replace_target(path))  # a symlink's target; never a FIFO or device
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:

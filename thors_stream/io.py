@@ -404,7 +404,8 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         col = column(role)
         if not numeric(col):
             raise wrong_type(role, col, "it must be numeric")
-        arr: np.ndarray = col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        # safe=False: an integer beyond 2**53 rounds to the nearest float64, as the CSV reader does
+        arr: np.ndarray = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         bad = ~np.isfinite(arr)
         if bad.any():
             raise where(bad, f"{role} must be finite, got {arr[bad][0].item()!r}")

@@ -106,14 +106,29 @@ def check_np_params(max_fpr: Any, max_fnr: Any, confidence: Any) -> tuple[float 
     conf = check_open_unit(confidence, "confidence")
     max_fpr = check_open_unit(max_fpr, "max_fpr", optional=True)
     max_fnr = check_open_unit(max_fnr, "max_fnr", optional=True)
+    for name, cap in (("max_fpr", max_fpr), ("max_fnr", max_fnr)):
+        if cap is not None and not _class_size_estimate(cap, 1.0 - conf) <= MAX_CLASS_SIZE:  # type: ignore[operator]
+            raise ValueError(f"{name}={cap!r} is too small at confidence={conf!r}: a threshold with that guarantee "
+                             "needs more than 2**53 events of the class, more than a summary can count")
     return max_fpr, max_fnr, conf  # type: ignore[return-value]
+
+
+MAX_CLASS_SIZE = 2**53  # the most events of a class a summary counts exactly
+
+
+def _class_size_estimate(alpha: float, delta: float) -> float:
+    """``log(delta) / log(1 - alpha)`` (inf when ``alpha`` is too small for it to be finite)."""
+    step = math.log1p(-alpha)
+    return math.inf if step == 0.0 else math.log(delta) / step
 
 
 def fpr_tail(k: int, n: int, alpha: float) -> float:
     """``P(Bin(n, 1 - alpha) >= k)``: the chance that the ``k``-th smallest of ``n`` uniforms is below ``1 - alpha``.
 
     The umbrella algorithm's violation probability for the rank-``k`` threshold. 1.0 for
-    ``k <= 0``, 0.0 for ``k > n``. O(1) (regularised incomplete beta ``I_{1-alpha}(k, n-k+1)``).
+    ``k <= 0``, 0.0 for ``k > n``. O(1): the regularised incomplete beta
+    ``I_{1-alpha}(k, n-k+1) = 1 - I_alpha(n-k+1, k)``, evaluated at ``alpha`` itself (``1 - alpha``
+    rounded to a float loses ``alpha``'s low digits: its relative error is ``2**-53 / alpha``).
 
     >>> round(fpr_tail(3, 3, 0.1), 6)  # 0.9 ** 3
     0.729
@@ -124,7 +139,10 @@ def fpr_tail(k: int, n: int, alpha: float) -> float:
         return 0.0
     from scipy import special  # lazily: importing thors_stream does not load scipy
 
-    return float(special.betainc(k, n - k + 1, 1.0 - alpha))
+    upper = getattr(special, "betaincc", None)  # SciPy >= 1.11
+    if upper is None:  # pragma: no cover - older SciPy
+        return float(1.0 - special.betainc(n - k + 1, k, alpha))
+    return float(upper(n - k + 1, k, alpha))
 
 
 def min_class_size(alpha: float, delta: float) -> int:
@@ -136,7 +154,10 @@ def min_class_size(alpha: float, delta: float) -> int:
     >>> min_class_size(0.1, 0.1), min_class_size(0.05, 0.05), min_class_size(0.01, 0.05)
     (22, 59, 299)
     """
-    n = max(1, math.ceil(math.log(delta) / math.log1p(-alpha)))
+    est = _class_size_estimate(alpha, delta)
+    if not est <= MAX_CLASS_SIZE:
+        raise ValueError(f"a cap of {alpha!r} at delta={delta!r} needs more than 2**53 events of the class")
+    n = max(1, math.ceil(est))
     while fpr_tail(n, n, alpha) > delta:
         n += 1
     while n > 1 and fpr_tail(n - 1, n - 1, alpha) <= delta:

@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ._files import replace_target
 from .result import ThresholdResult
 
 __all__ = ["RELEASE_FORMAT", "RELEASE_VERSION", "evaluate_threshold", "read_release", "release_entry",
@@ -154,6 +155,11 @@ def _check(v: Any, sch: dict[str, Any], root: dict[str, Any], where: str) -> str
         return f"{where}: must be {sch['const']!r}, got {v!r}"
     if "enum" in sch and v not in sch["enum"]:
         return f"{where}: must be one of {sch['enum']}, got {v!r}"
+    if isinstance(v, int) and not isinstance(v, bool):
+        try:
+            float(v)
+        except OverflowError:  # (math.isfinite would raise it)
+            return f"{where}: must be finite (a float64), got an integer of {v.bit_length()} bits"
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if not math.isfinite(v):
             return f"{where}: must be finite, got {v!r}"
@@ -225,7 +231,8 @@ def dumps_release(doc: dict[str, Any]) -> str:
 def write_release(doc: dict[str, Any], path: str) -> None:
     """Write the release atomically (a temporary file in the same directory, fsync, rename)."""
     text = dumps_release(doc)
-    d = os.path.dirname(os.path.abspath(path))
+    path = replace_target(path)  # a symlink's target; never a FIFO or device
+    d = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".thors-release-", dir=d)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -263,6 +270,8 @@ def read_release(path: str) -> dict[str, Any]:
             doc = json.load(f, parse_constant=no_constants)
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: not a release file (not valid JSON: {str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a release file (JSON nested too deeply)") from None
     try:
         validate_release(doc)
     except ValueError as exc:

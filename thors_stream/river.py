@@ -501,6 +501,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             if score - score != 0.0:
                 self._reject_score(score)
             self._cache_x = None
+            if not pos and self._neg_seen is None:
+                self._neg_seen = y  # the first negative label (predict_one returns it)
             self.classifier.learn_one(x, y)
             sel = self._selector
             if sel is not None and sel._fixed is not None:  # window="auto", compiled: the step inline
@@ -551,6 +553,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
         if w is not None and self._model_takes_w():
             model_kwargs["w"] = w
+        if not pos and self._neg_seen is None:
+            self._neg_seen = y  # the first negative label (predict_one returns it)
         self.classifier.learn_one(x, y, **model_kwargs)
 
         if self._selector is not None:
@@ -567,7 +571,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             self._count(pos)
 
     def _positive(self, y: Any) -> bool:
-        """With a ``pos_label``: whether ``y`` is it (and remember a negative label)."""
+        """With a ``pos_label``: whether ``y`` is it (a negative label must be hashable: the
+        first one is remembered once its event is accepted)."""
         try:
             pos = bool(y == self.pos_label)
         except Exception:
@@ -577,7 +582,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 hash(y)
             except TypeError:
                 raise ValueError(f"label must be hashable, got {y!r}") from None
-            self._neg_seen = y
         return pos
 
     def _segment_of(self, x: dict[Hashable, Any]) -> Hashable:
