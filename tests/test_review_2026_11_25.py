@@ -271,6 +271,9 @@ def test_a_tiny_cap_answers_at_once_with_the_count_needed():
         n = min_class_size(alpha, 0.05)
         assert fpr_tail(n, n, alpha) <= 0.05 < fpr_tail(n - 1, n - 1, alpha)
         assert abs(n - math.log(0.05) / math.log1p(-alpha)) < 2
+    for alpha in (1e-4, 1e-9, 1e-13):  # the tail at small alpha is exact to float precision
+        for n in (10, 10**6, 10**9):
+            assert fpr_tail(n, n, alpha) == pytest.approx(math.exp(n * math.log1p(-alpha)), rel=1e-12)
     with pytest.raises(NPInfeasibleError, match="2995732273553 negative"):
         thors_threshold([0.1, 0.9, 0.5], [0, 1, 0], fn_cost=1, fp_cost=1, max_fpr=1e-12)
 

@@ -126,9 +126,10 @@ def fpr_tail(k: int, n: int, alpha: float) -> float:
     """``P(Bin(n, 1 - alpha) >= k)``: the chance that the ``k``-th smallest of ``n`` uniforms is below ``1 - alpha``.
 
     The umbrella algorithm's violation probability for the rank-``k`` threshold. 1.0 for
-    ``k <= 0``, 0.0 for ``k > n``. O(1): the regularised incomplete beta
-    ``I_{1-alpha}(k, n-k+1) = 1 - I_alpha(n-k+1, k)``, evaluated at ``alpha`` itself (``1 - alpha``
-    rounded to a float loses ``alpha``'s low digits: its relative error is ``2**-53 / alpha``).
+    ``k <= 0``, 0.0 for ``k > n``. O(1): the regularised incomplete beta ``I_{1-alpha}(k, n-k+1)``;
+    below ``alpha = 1e-3`` as ``1 - I_alpha(n-k+1, k)``, evaluated at ``alpha`` itself, since
+    ``1 - alpha`` rounded to a float loses ``alpha``'s low digits (relative error up to
+    ``2**-53 / alpha``: 1e-4 at ``alpha = 1e-12``). The first form is twice as fast.
 
     >>> round(fpr_tail(3, 3, 0.1), 6)  # 0.9 ** 3
     0.729
@@ -139,6 +140,8 @@ def fpr_tail(k: int, n: int, alpha: float) -> float:
         return 0.0
     from scipy import special  # lazily: importing thors_stream does not load scipy
 
+    if alpha >= 1e-3:
+        return float(special.betainc(k, n - k + 1, 1.0 - alpha))
     upper = getattr(special, "betaincc", None)  # SciPy >= 1.11
     if upper is None:  # pragma: no cover - older SciPy
         return float(1.0 - special.betainc(n - k + 1, k, alpha))
