@@ -92,6 +92,8 @@ __all__ = [
     "np_threshold_from_rows",
 ]
 
+MAX_CLASS_SIZE = 2**53  # the most events of a class a summary counts exactly
+
 
 class NPInfeasibleError(ValueError):
     """No threshold meets the Neyman-Pearson constraint(s) on the data held (a ``ValueError``)."""
@@ -106,14 +108,12 @@ def check_np_params(max_fpr: Any, max_fnr: Any, confidence: Any) -> tuple[float 
     conf = check_open_unit(confidence, "confidence")
     max_fpr = check_open_unit(max_fpr, "max_fpr", optional=True)
     max_fnr = check_open_unit(max_fnr, "max_fnr", optional=True)
+    assert conf is not None  # (not optional)
     for name, cap in (("max_fpr", max_fpr), ("max_fnr", max_fnr)):
-        if cap is not None and not _class_size_estimate(cap, 1.0 - conf) <= MAX_CLASS_SIZE:  # type: ignore[operator]
+        if cap is not None and not _class_size_estimate(cap, 1.0 - conf) <= MAX_CLASS_SIZE:
             raise ValueError(f"{name}={cap!r} is too small at confidence={conf!r}: a threshold with that guarantee "
                              "needs more than 2**53 events of the class, more than a summary can count")
-    return max_fpr, max_fnr, conf  # type: ignore[return-value]
-
-
-MAX_CLASS_SIZE = 2**53  # the most events of a class a summary counts exactly
+    return max_fpr, max_fnr, conf
 
 
 def _class_size_estimate(alpha: float, delta: float) -> float:

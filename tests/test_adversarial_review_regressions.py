@@ -1,4 +1,4 @@
-"""Regression tests for the defects an adversarial review found on 2026-11-25 (each failed
+"""Regression tests for the defects two adversarial reviews found on 2026-11-25 (each failed
 before its fix): strided arrays refused by the compiled batch path, the segment functions
 skipping the package's input rules, a selector with more windows than the compiled step
 takes, checkpoint weights above the runtime's weight limit, ``n_updates`` at the int64
