@@ -2714,8 +2714,10 @@ static void ada_weights(const double *log_prior, const double *costs, int n, dou
         for (int i = 0; i < n; i++) if (costs[i] < best) best = costs[i];
         for (int i = 0; i < n; i++) p[i] = costs[i] == best ? log_prior[i] : -INFINITY;
     } else {
-        double eta = log((double)n) / gap;
-        for (int i = 0; i < n; i++) p[i] = log_prior[i] - eta * costs[i];
+        /* relative to the least cost: eta * cost can be ~1e16 times a log prior's size */
+        double eta = log((double)n) / gap, least = INFINITY;
+        for (int i = 0; i < n; i++) if (costs[i] < least) least = costs[i];
+        for (int i = 0; i < n; i++) p[i] = log_prior[i] - eta * (costs[i] - least);
     }
     for (int i = 0; i < n; i++) if (p[i] > top) top = p[i];
     double z = 0.0;
@@ -2781,16 +2783,24 @@ static PyObject *selector_step(PyObject *module, PyObject *const *args, Py_ssize
         }
         loss[K] = ((s <= dthr) == (pos != 0)) ? c : 0.0;
         any |= loss[K] != 0.0;
-        if (any) {
+        int same = 1; /* every candidate loses alike: the weights and the gap do not move */
+        for (int i = 1; i < n; i++) same &= loss[i] == loss[0];
+        if (any && same) {
+            for (int i = 0; i < n; i++) costs[i] += loss[0];
+            scal[1] += loss[0];
+            scal[2] += loss[0];
+        } else if (any) {
             double h = 0.0, m, gap = scal[0];
             for (int i = 0; i < n; i++) h += p[i] * loss[i];
             if (gap <= 0.0) {
                 m = INFINITY;
                 for (int i = 0; i < n; i++) if (p[i] > 0.0 && loss[i] < m) m = loss[i];
             } else {
+                /* shifted by the least loss among candidates of positive weight, so z >= that
+                   weight > 0 (weightless candidates are left out: 0 * exp(+huge) is NaN) */
                 double eta = log((double)n) / gap, lo = INFINITY, z = 0.0;
-                for (int i = 0; i < n; i++) if (loss[i] < lo) lo = loss[i];
-                for (int i = 0; i < n; i++) z += p[i] * exp(-eta * (loss[i] - lo));
+                for (int i = 0; i < n; i++) if (p[i] > 0.0 && loss[i] < lo) lo = loss[i];
+                for (int i = 0; i < n; i++) if (p[i] > 0.0) z += p[i] * exp(-eta * (loss[i] - lo));
                 m = lo - log(z) / eta;
             }
             if (h > m) scal[0] += h - m;

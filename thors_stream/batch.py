@@ -174,16 +174,21 @@ def _weighted(
     W1, W0 = cw1[ends], cw0[ends]
     n1, n0 = float(cw1[-1]), float(cw0[-1])
     a, b = class_coefficients(fn, fp, n0, n1, prior)
-    cost = a * W1 + b * (n0 - W0)
+    # the argmin over prefix sums of each score's a * w1 - b * w0 (the tree's quantity), not
+    # over the absolute costs b * n0 + prefix: those can round where the prefix sums are exact
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    per_score = a * np.add.reduceat(w1, starts) - b * np.add.reduceat(ww - w1, starts)
+    prefix = np.cumsum(per_score)
     count1 = int(cc1[-1])
     count0 = s.shape[0] - count1
-    j = _pick(cost, b * n0)
-    if j < 0:
+    j = int(np.argmin(prefix))
+    if not prefix[j] < 0.0:  # no score beats -inf (flag everything)
         return ThresholdResult(-np.inf, b * n0, n0, n1, 0.0, 0.0, count0, count1, 0, 0, fn, fp, prior)
     e = int(ends[j])
     ck1 = int(cc1[e])
     return ThresholdResult(
-        threshold=float(ss[e]), cost=float(cost[j]), n0=n0, n1=n1, k0=float(W0[j]), k1=float(W1[j]),
+        threshold=float(ss[e]), cost=float(a * W1[j] + b * (n0 - W0[j])), n0=n0, n1=n1, k0=float(W0[j]),
+        k1=float(W1[j]),
         count0=count0, count1=count1, count_k0=e + 1 - ck1, count_k1=ck1, fn_cost=fn, fp_cost=fp,
         class_prior=prior,
     )
@@ -211,7 +216,8 @@ def cost_curve(
     """Every candidate threshold (``-inf`` then the distinct scores, ascending) and its cost.
 
     The cost is the one :func:`thors_threshold` minimises; its argmin (first one) is
-    the THORS threshold. O(n log n).
+    the THORS threshold whenever these absolute costs are representable (``thors_threshold``
+    itself needs only the prefix sums of ``fn_cost * w1 - fp_cost * w0`` to be). O(n log n).
 
     Examples
     --------

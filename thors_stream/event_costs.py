@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import _real_array, real_number
 from .batch import thors_threshold
 from .result import ThresholdResult
 
@@ -24,10 +25,12 @@ __all__ = ["event_cost_weights", "thors_event_costs"]
 
 
 def _costs(values: Any, n: int, name: str) -> np.ndarray:
-    a = np.asarray(values)
-    if a.dtype.kind not in "iuf" or a.dtype == bool:
-        raise TypeError(f"{name} must be numbers, got dtype {a.dtype}")
-    a = np.broadcast_to(a.astype(np.float64), (n,)) if a.ndim == 0 else a.astype(np.float64)
+    """``values`` (a number or one per event) as float64 by the package's number rule
+    (Fractions, big ints and numpy scalars are numbers; bools and strings are not)."""
+    if np.ndim(values) == 0:
+        a = np.full(n, real_number(values, name))
+    else:
+        a = _real_array(values, name)
     if a.shape != (n,):
         raise ValueError(f"{name} must be a scalar or have one value per event ({n}), got shape {a.shape}")
     if not (np.isfinite(a) & (a > 0)).all():

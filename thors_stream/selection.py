@@ -337,7 +337,7 @@ class WindowSelector:
         if gap <= 0.0:
             logw = np.where(costs == costs.min(), lp, -np.inf)
         else:
-            logw = lp - math.log(len(self.names)) / gap * costs
+            logw = lp - math.log(len(self.names)) / gap * (costs - costs.min())  # as the compiled step
         w = np.exp(logw - logw.max())
         p: np.ndarray = w / w.sum()
         return p
@@ -393,15 +393,19 @@ class WindowSelector:
         c = self.fn_cost * w if pos else self.fp_cost * w
         losses = [(c if (s <= t) == pos else 0.0) for t in self._thresholds()]
         p = self._p.tolist()
-        if any(losses):
+        if any(losses) and all(x == losses[0] for x in losses):  # every candidate loses alike
+            self._costs += losses[0]  # the weights and the gap do not move
+            self._scal[1] += losses[0]
+            self._scal[2] += losses[0]
+        elif any(losses):
             h = sum(q * x for q, x in zip(p, losses))
             gap = float(self._scal[0])
             if gap <= 0.0:  # eta = inf: the mix loss is the smallest loss among the leaders
                 m = min(x for q, x in zip(p, losses) if q > 0.0)
             else:
-                eta = math.log(len(self.names)) / gap
-                lo = min(losses)
-                m = lo - math.log(sum(q * math.exp(-eta * (x - lo)) for q, x in zip(p, losses))) / eta
+                eta = math.log(len(self.names)) / gap  # shifted as in the compiled step
+                lo = min(x for q, x in zip(p, losses) if q > 0.0)
+                m = lo - math.log(sum(q * math.exp(-eta * (x - lo)) for q, x in zip(p, losses) if q > 0.0)) / eta
             self._scal[0] += max(0.0, h - m)
             self._costs += losses
             self._scal[1] += h
