@@ -340,8 +340,8 @@ def test_parquet_integer_scores_beyond_2_53_round_as_in_csv(tmp_path, capsys):
     for f in (p, c):
         code, out, err = _cli(["fit", f, *FIT], capsys)
         assert code == 0, err
-        outs.append(out)
-    assert outs[0] == outs[1].replace(str(c), str(p))
+        outs.append([line for line in out.replace(str(f), "FILE").splitlines() if " s, " not in line])  # no timings
+    assert outs[0] == outs[1]
 
 
 # ================================================================ third review: selector and batch
