@@ -32,7 +32,7 @@ from ._ledger import WeightLedger
 from ._queue import CANCELLED
 from ._stream_lock import _locked
 from ._stream_state import StreamState
-from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST
+from ._validation import MAX_WEIGHTED_COST
 
 __all__ = ["StorePart"]
 
@@ -159,7 +159,7 @@ class StorePart(StreamState):
         if rows.shape[1]:
             load_rows(self._tree, rows, lo)
         self._ledger.update(ledger)
-        self.n_updates = min(self.n_updates + n_updates, MAX_UPDATES)  # saturating
+        self._count_updates(n_updates)
 
     @classmethod
     def merged(cls: type[_S], summaries: Sequence[StorePart], *, backend: str = "auto") -> _S:

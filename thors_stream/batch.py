@@ -167,8 +167,9 @@ def _weighted(
     order = np.argsort(s)
     ss, yy, ww = s[order], y[order], w[order]
     w1 = np.where(yy, ww, 0.0)
+    w0 = ww - w1
     cw1 = np.cumsum(w1)
-    cw0 = np.cumsum(ww - w1)
+    cw0 = np.cumsum(w0)
     cc1 = np.cumsum(yy)
     ends = np.flatnonzero(np.append(ss[1:] != ss[:-1], True))
     W1, W0 = cw1[ends], cw0[ends]
@@ -177,7 +178,7 @@ def _weighted(
     # the argmin over prefix sums of each score's a * w1 - b * w0 (the tree's quantity), not
     # over the absolute costs b * n0 + prefix: those can round where the prefix sums are exact
     starts = np.concatenate([[0], ends[:-1] + 1])
-    per_score = a * np.add.reduceat(w1, starts) - b * np.add.reduceat(ww - w1, starts)
+    per_score = a * np.add.reduceat(w1, starts) - b * np.add.reduceat(w0, starts)
     prefix = np.cumsum(per_score)
     count1 = int(cc1[-1])
     count0 = s.shape[0] - count1

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import _real_array, real_number
+from ._validation import check_scores, real_number
 from .batch import thors_threshold
 from .result import ThresholdResult
 
@@ -27,13 +27,10 @@ __all__ = ["event_cost_weights", "thors_event_costs"]
 def _costs(values: Any, n: int, name: str) -> np.ndarray:
     """``values`` (a number or one per event) as float64 by the package's number rule
     (Fractions, big ints and numpy scalars are numbers; bools and strings are not)."""
-    if np.ndim(values) == 0:
-        a = np.full(n, real_number(values, name))
-    else:
-        a = _real_array(values, name)
+    a = np.full(n, real_number(values, name)) if np.ndim(values) == 0 else check_scores(values, name)
     if a.shape != (n,):
         raise ValueError(f"{name} must be a scalar or have one value per event ({n}), got shape {a.shape}")
-    if not (np.isfinite(a) & (a > 0)).all():
+    if not (a > 0).all():
         raise ValueError(f"{name} must be finite and > 0")
     return a
 
