@@ -106,6 +106,8 @@ __all__ = ["CostInterval", "ThresholdBounds", "threshold_bounds"]
 METHODS = ("exact", "hybrid", "dkw", "bonferroni")
 EXACT_MAX_N = 5_000  # classes larger than this use the hybrid band under method="exact" (the level costs > 50 ms)
 _TRUNC = 1e-15  # probability mass neglected (conservatively) in the exact quantile
+MAX_N_TEST = 2**53  # largest n_test: event counts up to it are exact in float64
+MAX_EXACT_CELLS = 2**22  # widest support (and cells per array) the exact quantile evaluates
 
 
 class CostInterval(NamedTuple):
@@ -201,17 +203,20 @@ def check_confidence(confidence: Any) -> float:
 
 
 def check_n_test(n_test: Any) -> int | None:
-    """Return ``n_test`` as an int >= 0 (or ``None``) or raise ``ValueError``."""
+    """Return ``n_test`` as an int in [0, 2**53] (or ``None``) or raise ``ValueError``."""
     if n_test is None:
         return None
     if isinstance(n_test, (bool, str, bytes)):
         raise ValueError(f"n_test must be a non-negative integer or None, got {n_test!r}")
     try:
         f = float(n_test)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"n_test must be a non-negative integer or None, got {n_test!r}") from None
     if not (math.isfinite(f) and f == int(f)) or f < 0:
         raise ValueError(f"n_test must be a non-negative integer or None, got {n_test!r}")
+    if f > MAX_N_TEST or (isinstance(n_test, (int, np.integer)) and int(n_test) > MAX_N_TEST):
+        raise ValueError(f"n_test must be at most 2**53 (MAX_N_TEST: counts beyond it are not exact in "
+                         f"float64), got {n_test!r}")
     return int(f)
 
 
@@ -366,12 +371,58 @@ def bernstein_quantile(n: int, a: Any, b: Any, big: float, small: float, delta: 
     """
     a, b, delta = np.broadcast_arrays(_f(a), _f(b), _f(delta))
     mu = big * a + small * (b - a)
-    v = np.maximum(big * big * a + small * small * (b - a) - mu * mu, 0.0)
     m = np.maximum(big - mu, 0.0)
     L = np.log(1.0 / delta)
-    t = m * L / 3 + np.sqrt((m * L / 3) ** 2 + 2 * n * v * L)
+    # sqrt(v) as the norm of the deviations (no cancellation), and sqrt(x^2 + y^2) by hypot:
+    # nothing is squared, so costs up to the float maximum do not overflow
+    sd = np.hypot(np.hypot(np.sqrt(a) * (big - mu), np.sqrt(np.maximum(b - a, 0.0)) * np.abs(small - mu)),
+                  np.sqrt(np.maximum(1.0 - b, 0.0)) * mu)
+    x = m * L / 3
+    t = x + np.hypot(x, np.sqrt(2.0 * n * L) * sd)
     q: np.ndarray = np.minimum(n * mu + t, n * big)
     return q
+
+
+def _exact_part(n: int, a: np.ndarray, b: np.ndarray, r: np.ndarray, delta: np.ndarray, hi: np.ndarray,
+                big: float, small: float, tol: float) -> np.ndarray:
+    """exact_quantile's bisection for elements with ``0 < a < b`` and ``big > small`` (1-d
+    arrays; ``r = a / b``, ``hi`` the upper end)."""
+    d = big - small
+    m_lo = stats.binom.ppf(_TRUNC, n, b).astype(np.int64)
+    m_hi = stats.binom.isf(_TRUNC, n, b).astype(np.int64)
+    m_hi = np.minimum(np.maximum(m_hi, m_lo), n)
+    width = int((m_hi - m_lo).max()) + 1
+    m = m_lo[:, None] + np.arange(width)[None, :]
+    valid = m <= m_hi[:, None]
+    m = np.minimum(m, n)
+    pm = np.where(valid, stats.binom.pmf(m, n, b[:, None]), 0.0)
+    rr = r[:, None]
+    target = 1 - delta
+
+    def cdf(c: np.ndarray) -> np.ndarray:
+        x = np.floor((c[:, None] - small * m) / d)
+        ok = x >= 0
+        xi = np.clip(x, 0, m)
+        cond = np.where(ok, special.bdtr(xi, m, rr), 0.0)
+        tot: np.ndarray = np.sum(pm * cond, axis=1)
+        return tot
+
+    lo_c = np.zeros(b.size)
+    hi_c = hi.copy()
+    good = cdf(hi_c) >= target
+    for _ in range(200):
+        mid = 0.5 * (lo_c + hi_c)
+        ge = cdf(mid) >= target
+        hi_c = np.where(ge, mid, hi_c)
+        lo_c = np.where(ge, lo_c, mid)
+        if np.all(hi_c - lo_c <= tol * np.maximum(hi_c, 1.0)):
+            break
+    # snap down to the largest attainable sum <= hi_c: still >= the quantile (which is one)
+    x = np.clip(np.floor((hi_c[:, None] - small * m) / d), -1, m)
+    snap = np.max(np.where(valid & (x >= 0), small * m + d * x, -np.inf), axis=1)
+    snapped = np.where(np.isfinite(snap) & (cdf(np.maximum(snap, 0.0)) >= target), snap, hi_c)
+    res: np.ndarray = np.where(good, snapped, hi)
+    return res
 
 
 def exact_quantile(
@@ -388,7 +439,9 @@ def exact_quantile(
     then lowered to the largest attainable sum below the upper end. The value is never below
     the true quantile (at most ``tol * upper`` above it) and never above ``upper``.
     O(W * log(1/tol)) per element, ``W`` the width of ``M``'s support (about
-    ``16 * sqrt(n b (1 - b)) + 30``).
+    ``16 * sqrt(n b (1 - b)) + 30``); where ``W`` exceeds :data:`MAX_EXACT_CELLS` (``n``
+    beyond ~10**11 at ``b = 0.5``) the value is ``upper`` (the Bernstein bound), so time and
+    memory stay bounded whatever ``n``.
 
     >>> float(exact_quantile(1000, 0.1, 0.1, 1.0, 1.0, 0.05)) == float(stats.binom.ppf(0.95, 1000, 0.1))
     True
@@ -411,40 +464,19 @@ def exact_quantile(
         out[simple] = np.minimum(np.where(b[simple] > 0, v[simple] * q, 0.0), hi[simple])
     idx = np.flatnonzero(~simple)
     if idx.size:
-        m_lo = stats.binom.ppf(_TRUNC, n, b[idx]).astype(np.int64)
-        m_hi = stats.binom.isf(_TRUNC, n, b[idx]).astype(np.int64)
-        m_hi = np.minimum(np.maximum(m_hi, m_lo), n)
-        width = int((m_hi - m_lo).max()) + 1
-        m = m_lo[:, None] + np.arange(width)[None, :]
-        valid = m <= m_hi[:, None]
-        m = np.minimum(m, n)
-        pm = np.where(valid, stats.binom.pmf(m, n, b[idx][:, None]), 0.0)
-        rr = r[idx][:, None]
-        target = 1 - delta[idx]
-
-        def cdf(c: np.ndarray) -> np.ndarray:
-            x = np.floor((c[:, None] - small * m) / d)
-            ok = x >= 0
-            xi = np.clip(x, 0, m)
-            cond = np.where(ok, special.bdtr(xi, m, rr), 0.0)
-            tot: np.ndarray = np.sum(pm * cond, axis=1)
-            return tot
-
-        lo_c = np.zeros(idx.size)
-        hi_c = hi[idx].copy()
-        good = cdf(hi_c) >= target
-        for _ in range(200):
-            mid = 0.5 * (lo_c + hi_c)
-            ge = cdf(mid) >= target
-            hi_c = np.where(ge, mid, hi_c)
-            lo_c = np.where(ge, lo_c, mid)
-            if np.all(hi_c - lo_c <= tol * np.maximum(hi_c, 1.0)):
-                break
-        # snap down to the largest attainable sum <= hi_c: still >= the quantile (which is one)
-        x = np.clip(np.floor((hi_c[:, None] - small * m) / d), -1, m)
-        snap = np.max(np.where(valid & (x >= 0), small * m + d * x, -np.inf), axis=1)
-        snapped = np.where(np.isfinite(snap) & (cdf(np.maximum(snap, 0.0)) >= target), snap, hi_c)
-        out[idx] = np.where(good, snapped, hi[idx])
+        # M's support: ~16 sqrt(n b (1 - b)) + 30 values. Wider than MAX_EXACT_CELLS (n_test
+        # beyond ~10**11 at b = 0.5): the Bernstein bound stands (time and memory stay
+        # bounded); narrower: in chunks of at most MAX_EXACT_CELLS cells per array
+        m_lo_f = stats.binom.ppf(_TRUNC, n, b[idx])
+        m_hi_f = np.minimum(np.maximum(stats.binom.isf(_TRUNC, n, b[idx]), m_lo_f), n)
+        widths = m_hi_f - m_lo_f + 1
+        keep = (widths <= MAX_EXACT_CELLS) & (m_hi_f < 2.0**53)  # (counts exact as int64 and float)
+        idx, widths = idx[keep], widths[keep]
+        if idx.size:
+            per = max(1, int(MAX_EXACT_CELLS // float(widths.max())))
+            for c0 in range(0, idx.size, per):
+                part = idx[c0 : c0 + per]
+                out[part] = _exact_part(n, a[part], b[part], r[part], delta[part], hi[part], big, small, tol)
     res: np.ndarray = np.minimum(out, hi).reshape(shape)
     return res
 
@@ -560,10 +592,12 @@ def bounds_arrays(
     vy1 = (ck1 + 1) * (c1 - ck1) / ((c1 + 1) ** 2 * (c1 + 2))
     vy0 = ck0 * (c0 - ck0 + 1) / ((c0 + 1) ** 2 * (c0 + 2))
     cstar = n_te * (fn * pi1 * ey1 + fp * pi0 * ey0)
-    sigma2 = n_te * (fn**2 * pi1**2 * vy1 + fp**2 * pi0**2 * vy0)
+    # sqrt(2 L sigma2), sigma2 = n_te (fn^2 pi1^2 vy1 + fp^2 pi0^2 vy0), by hypot (no square
+    # of a cost, which overflows beyond ~1.3e154)
+    sigma = np.sqrt(2.0 * n_te * math.log(1.0 / delta)) * np.hypot(fn * pi1 * np.sqrt(vy1), fp * pi0 * np.sqrt(vy0))
     mm = np.maximum(pi1 * fn * np.maximum(ey1, 1 - ey1), pi0 * fp * np.maximum(ey0, 1 - ey0))
     L = math.log(1.0 / delta)
-    out["paper_cost_upper"] = (cstar + mm * L / 3 + np.sqrt((mm * L / 3) ** 2 + 2 * L * sigma2)) * (n_te > 0)
+    out["paper_cost_upper"] = (cstar + mm * L / 3 + np.hypot(mm * L / 3, sigma)) * (n_te > 0)
     eps = _paper_eps(n_te, c0, c1, ck0, ck1, delta)
     c_lo = n_te * (fn * pi1 * ck1 / (c1 + 1) + fp * pi0 * (c0 - ck0) / (c0 + 1))
     c_e = n_te * (fn * pi1 + fp * pi0) * eps
