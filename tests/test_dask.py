@@ -181,6 +181,25 @@ def test_dask_arrays(client):
     assert r2 == single(s, y, fn_cost=4, fp_cost=1)
 
 
+def test_exact_where_only_the_prefix_sums_are_representable(client):
+    """Costs b * n0 + prefix round (2**53 + 5 is not a float64) although every prefix sum of
+    fn * w1 - fp * w0 is exact: the ranges' argmin over the rounded costs returned 0.11 (true
+    cost 2**53 + 5) where the single machine and the optimum give 0.21 (2**53 + 4)."""
+    big = 2.0**53
+    s, y, w = [0.5, 0.5, 0.11, 0.21, 0.21], [1, 0, 0, 1, 0], [big, big, 3.0, 4.0, 5.0]
+
+    def true_cost(t):
+        return (sum(Fraction(wi) for si, yi, wi in zip(s, y, w) if yi and si <= t)
+                + sum(Fraction(wi) for si, yi, wi in zip(s, y, w) if not yi and si > t))
+
+    ref = single(s, y, sample_weight=w, fn_cost=1, fp_cost=1)
+    for chunks, n_ranges in ((5, 1), (2, 2), (1, 3)):
+        r = thors_threshold(da.from_array(np.array(s), chunks=chunks), np.array(y),
+                            da.from_array(np.array(w), chunks=chunks), fn_cost=1, fp_cost=1, n_ranges=n_ranges)
+        assert r == ref and r.threshold == 0.21
+    assert true_cost(0.21) == min(true_cost(t) for t in [-math.inf, *s])
+
+
 def test_bounds_work_unchanged(client):
     rng = np.random.default_rng(4)
     y = rng.random(3_000) < 0.2

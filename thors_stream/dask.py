@@ -190,7 +190,8 @@ def _range_best(
     pieces: Sequence[Agg], offsets: np.ndarray, plan: tuple[np.ndarray, np.ndarray], r: int,
     fn: float, fp: float, prior: float | None,
 ) -> tuple[float, float, float, float, int, int]:
-    """Merge one range's pieces and return its first minimum: (cost, score, W1, W0, C1, C0) at it."""
+    """Merge one range's pieces and return its first minimum of ``a * W1 - b * W0`` (the cost
+    less ``b * n0``): (that value, score, W1, W0, C1, C0) at it."""
     pieces = [p for p in pieces if p[0].shape[0]]
     if not pieces:
         return (math.inf, math.nan, 0.0, 0.0, 0, 0)
@@ -205,9 +206,11 @@ def _range_best(
         W1, W0 = cc1.astype(np.float64), cc0.astype(np.float64)
     else:
         keys, W1, W0, cc1, cc0 = _merge_general(pieces, offsets[r])
-    cost = a * W1 + b * (n0 - W0)
-    j = int(np.argmin(cost))
-    return (float(cost[j]), float(keys[j]), float(W1[j]), float(W0[j]), int(cc1[j]), int(cc0[j]))
+    # the first minimum of a * W1 - b * W0 (the single-machine path's quantity), not of the
+    # absolute cost b * n0 + that, which can round where the prefix sums are exact
+    gain = a * W1 - b * W0
+    j = int(np.argmin(gain))
+    return (float(gain[j]), float(keys[j]), float(W1[j]), float(W0[j]), int(cc1[j]), int(cc0[j]))
 
 
 def _merge_single_rows(pieces: Sequence[Agg]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -409,12 +412,13 @@ def _finish(
     prior: float | None,
 ) -> ThresholdResult:
     n1, n0, count1, count0 = float(tot[0]), float(tot[1]), int(tot[2]), int(tot[3])
-    _, b = class_coefficients(fn, fp, n0, n1, prior)
-    best = (b * n0, -math.inf, 0.0, 0.0, 0, 0)  # the -inf candidate: everything positive
+    a, b = class_coefficients(fn, fp, n0, n1, prior)
+    best = (0.0, -math.inf, 0.0, 0.0, 0, 0)  # the -inf candidate (everything positive): gain 0
     for cand in bests:  # ranges in ascending score order; strict < keeps the smallest threshold
         if cand[0] < best[0]:
             best = cand
-    cost, thr, k1, k0, ck1, ck0 = best
+    _, thr, k1, k0, ck1, ck0 = best
+    cost = b * n0 if thr == -math.inf else a * k1 + b * (n0 - k0)  # as the single-machine path reports it
     return ThresholdResult(
         threshold=float(thr), cost=float(cost), n0=n0, n1=n1, k0=float(k0), k1=float(k1),
         count0=count0, count1=count1, count_k0=int(ck0), count_k1=int(ck1), fn_cost=fn, fp_cost=fp,
