@@ -109,7 +109,8 @@ class ThresholdResult:
         Valid for this data-dependent threshold (simultaneous band, union bound); the paper's
         pointwise versions come along as ``paper_*``. Keywords ``class_prior`` and ``method``
         are passed on; see :func:`thors_stream.bounds.threshold_bounds`. O(1), plus
-        O(sqrt(n_test)) for the exact cost quantile.
+        O(sqrt(n_test)) for the exact cost quantile (capped: past ~10**11 events it is the
+        Bernstein bound). ``n_test`` is at most 2**53.
 
         >>> from thors_stream import thors_threshold
         >>> r = thors_threshold([0.1, 0.4, 0.35, 0.8] * 50, [0, 0, 1, 1] * 50, fn_cost=1, fp_cost=1)
