@@ -427,8 +427,6 @@ def test_bad_event_times():
     before = state(model)
     with pytest.raises(ValueError, match=r"t \(the event time\) is required"):
         model.learn_one(x, y)
-    with pytest.raises(ValueError, match="t must not decrease: got 99"):
-        model.learn_one(x, y, t=99)
     with pytest.raises(TypeError, match="'noon'"):
         model.learn_one(x, y, t="noon")
     with pytest.raises(ValueError, match="nan"):

@@ -107,6 +107,7 @@ typedef struct {
     int32_t pnode[MAXH], pidx[MAXH];
     /* fast paths bound by StreamingThors (see bind()) */
     PyObject *slow_update, *slow_revert, *slow_get, *ledger_at;
+    PyObject *slow_threshold; /* the locked get() that fast_get hands over to while busy */
     Py_ssize_t limit;   /* count window size (ring 1) */
     double wmax;        /* largest weight the fast path accepts */
     long long n_updates;
@@ -1478,6 +1479,7 @@ static int CTree_traverse(CTree *self, visitproc visit, void *arg) {
     Py_VISIT(self->slow_update);
     Py_VISIT(self->slow_revert);
     Py_VISIT(self->slow_get);
+    Py_VISIT(self->slow_threshold);
     Py_VISIT(self->ledger_at);
     return 0;
 }
@@ -1486,6 +1488,7 @@ static int CTree_clear(CTree *self) {
     Py_CLEAR(self->slow_update);
     Py_CLEAR(self->slow_revert);
     Py_CLEAR(self->slow_get);
+    Py_CLEAR(self->slow_threshold);
     Py_CLEAR(self->ledger_at);
     return 0;
 }
@@ -1657,12 +1660,15 @@ static PyObject *CTree_exit(CTree *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
-/* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax) */
+/* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold]) */
 static PyObject *CTree_bind(CTree *self, PyObject *args) {
-    PyObject *u, *r, *g, *led;
+    PyObject *u, *r, *g, *led, *th = NULL;
     Py_ssize_t limit;
     double wmax;
-    if (!PyArg_ParseTuple(args, "OOOOnd", &u, &r, &g, &led, &limit, &wmax)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOOOnd|O", &u, &r, &g, &led, &limit, &wmax, &th)) return NULL;
+    if (th == Py_None) th = NULL;
+    Py_XINCREF(th);
+    Py_XSETREF(self->slow_threshold, th);
     if (led != Py_None && !PyDict_Check(led)) { PyErr_SetString(PyExc_TypeError, "ledger_at must be a dict"); return NULL; }
     Py_INCREF(u); Py_INCREF(r); Py_INCREF(g);
     Py_XSETREF(self->slow_update, u);
@@ -1745,6 +1751,15 @@ static PyObject *CTree_threshold(CTree *self, PyObject *Py_UNUSED(ignored)) {
     if (refuse_broken(self) < 0) return NULL;
     if (self->n_keys == 0) Py_RETURN_NONE;
     return PyFloat_FromDouble(tree_threshold(self));
+}
+
+/* fast_get() -> threshold(), except while a Python method works on the core (busy): then
+   the bound slow_threshold (the locked get()), which waits for that method to finish, so
+   no thread reads a half-applied change (a period-mode update expiring late labels one at
+   a time, a batch with a late label). */
+static PyObject *CTree_fast_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    if (self->busy && self->slow_threshold) return PyObject_CallNoArgs(self->slow_threshold);
+    return CTree_threshold(self, NULL);
 }
 
 /* cost() -> b * W0 + min(0, min prefix): the empirical cost at the threshold; None when empty */
@@ -2658,7 +2673,9 @@ static PyMethodDef CTree_methods[] = {
     {"stats", (PyCFunction)CTree_stats, METH_NOARGS, "stats() -> dict of structure sizes"},
     {"enter", (PyCFunction)CTree_enter, METH_NOARGS, "enter(): a Python method works on the core"},
     {"exit", (PyCFunction)CTree_exit, METH_NOARGS, "exit(): it is done"},
-    {"bind", (PyCFunction)CTree_bind, METH_VARARGS, "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax)"},
+    {"bind", (PyCFunction)CTree_bind, METH_VARARGS,
+     "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold])"},
+    {"fast_get", (PyCFunction)CTree_fast_get, METH_NOARGS, "fast_get() -> threshold() (the locked get() while busy)"},
     {"fast_update", (PyCFunction)(void (*)(void))CTree_fast_update, METH_FASTCALL | METH_KEYWORDS,
      "fast_update(score, y, w=1.0, t=None): StreamingThors.update's fast path"},
     {"fast_revert", (PyCFunction)(void (*)(void))CTree_fast_revert, METH_FASTCALL | METH_KEYWORDS,

@@ -11,6 +11,7 @@ import and resolves to the river package itself.
 from __future__ import annotations
 
 import collections
+import copy
 import datetime as dt
 import inspect
 import math
@@ -43,6 +44,33 @@ def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
         return None
     return frozenset(params) - {"self", "x", "y"}
+
+
+class _DefaultWindow(int):
+    """The default ``window`` (10,000): an ``int`` that gives way to ``period=``, where an
+    explicit ``window=10_000`` does not (its type survives ``clone`` and pickling)."""
+
+    __slots__ = ()
+
+
+_DEFAULT_WINDOW = _DefaultWindow(10_000)
+
+
+def _snapshot(x: Any) -> dict[Hashable, Any] | None:
+    """A shallow copy of the features ``x`` (``None`` when it cannot be copied): what the
+    score reuse compares ``learn_one``'s ``x`` with, so a dict refilled in place between
+    ``predict_one`` and ``learn_one`` is scored again. O(len(x))."""
+    if type(x) is dict:
+        return x.copy()
+    try:
+        return dict(x)
+    except Exception:
+        return None
+
+
+def _is_one(label: Any) -> bool:
+    """``True``, ``1``, ``np.True_`` or ``np.int64(1)``: the labels the default ``pos_label`` covers."""
+    return isinstance(label, (bool, int, np.bool_, np.integer)) and bool(label == 1)
 
 
 def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
@@ -81,9 +109,10 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     the same as at decision time this may even track a fast-learning model better.
 
     **Score reuse.** ``learn_one`` without a key reuses the score of the last
-    ``predict_one``/``predict_proba_one`` when it gets that same ``x`` dict (or an
-    equal one) and nothing was learned in between: the model has not changed, so it is
-    the number ``predict_proba_one`` would give again. This makes the usual
+    ``predict_one``/``predict_proba_one`` when its ``x`` equals the features that call
+    saw (a shallow copy is kept, so a dict refilled in place is scored again) and
+    nothing was learned in between: the model has not changed, so it is the number
+    ``predict_proba_one`` would give again. This makes the usual
     predict-then-learn loop score each event once. Prefer ``ThorsClassifier(pipeline)``
     to ``preprocessing | ThorsClassifier(model)``: in the latter the pipeline updates
     its preprocessing before ``learn_one`` sees ``x``, so ``x`` differs and is scored
@@ -107,15 +136,19 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     period
         Instead of ``window``: threshold on the events whose time ``t`` lies within
         ``period`` (seconds or a ``timedelta``) of the newest one. ``learn_one`` then
-        needs ``t=...`` (seconds or a ``datetime``, non-decreasing), or ``moment``.
-        Giving ``period`` replaces the default window (pass no ``window``).
+        needs ``t=...`` (seconds or a ``datetime``), or ``moment``; a time older than
+        the newest one is a late label (held while inside the period, as
+        :class:`~thors_stream.StreamingThors` does), so ``progressive_val_score`` with a
+        varying ``delay`` works. Giving ``period`` replaces the default window; an
+        explicit ``window`` with ``period`` is an error.
     moment
         With ``period``: where ``learn_one`` finds the event time when no ``t`` is passed,
         a feature name (as ``river.evaluate.progressive_val_score(..., moment=...)``) or
         a callable of ``x``.
     pos_label
         The class whose probability is thresholded (``True`` by default, which is also
-        ``1``); with string labels, e.g. ``"fraud"``. Labels other than ``pos_label`` are
+        ``1``: ``pos_label=1`` behaves exactly as the default, labels 0/1/False/True);
+        with string labels, e.g. ``"fraud"``. Labels other than ``pos_label`` are
         negatives, and ``predict_one`` returns ``pos_label`` or the negative label
         (``neg_label``, else the first other label learned).
     neg_label
@@ -160,6 +193,10 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         The underlying :class:`~thors_stream.StreamingThors` (read its ``cost`` or
         ``result()``; do not update it directly).
 
+    Threads: like river's models, a wrapper is for one thread at a time (its pending
+    keys and score cache are not locked); share a :class:`~thors_stream.StreamingThors`
+    between threads instead, which is.
+
     Complexity
     ----------
     ``learn_one``: the model's own ``learn_one``, plus one ``predict_proba_one`` unless
@@ -201,7 +238,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         *,
         fn_cost: float,
         fp_cost: float,
-        window: int | str | None = 10_000,
+        window: int | str | None = _DEFAULT_WINDOW,
         period: float | dt.timedelta | None = None,
         warm_up: int = 100,
         default_threshold: float | None = None,
@@ -218,8 +255,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         min_per_class: int = 30,
         max_segments: int = 10_000,
     ) -> None:
-        if period is not None and window == 10_000:
-            window = None  # the default window gives way to the period
+        if period is not None and type(window) is _DefaultWindow:
+            window = None  # the default window gives way to the period (an explicit 10_000 does not)
         if period is not None and window is not None:
             raise ValueError(
                 f"window={window!r} and period={period!r} are exclusive: pass window=None to use a time window"
@@ -301,8 +338,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if self._selector is not None:
             self._source = self._selector
             self._thors = self._selector.experts[-1]
-        self._plain_labels = pos_label is True
-        self._neg_seen: Hashable = False if pos_label is True and neg_label is None else neg_label
+        # pos_label True, 1, np.True_...: labels 0/1/False/True, decisions True/False
+        self._plain_labels = pos_label is True or (neg_label is None and _is_one(pos_label))
+        self._neg_seen: Hashable = False if self._plain_labels and neg_label is None else neg_label
         self._timed = period is not None
         self._last_t = -math.inf
         self._n_learned = 0
@@ -315,6 +353,19 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._routes: dict[str, frozenset[str] | None] = {}
 
     # ---------------------------------------------------------------- river plumbing
+    def clone(self, new_params: dict[str, Any] | None = None, include_attributes: bool = False) -> ThorsClassifier:
+        """river's ``clone``; with ``include_attributes`` the thresholding state is copied
+        in one ``deepcopy`` (river copies attribute by attribute, which split the summary
+        that ``threshold``, ``predict_one`` and the selector share into separate copies).
+        O(state) with ``include_attributes``, else O(parameters)."""
+        fresh = super().clone(new_params)
+        if not include_attributes:
+            return fresh
+        params = self._get_params()
+        fresh.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in params}))
+        return fresh
+
+
     @property
     def _wrapped_model(self) -> base.Classifier:
         return self.classifier
@@ -407,11 +458,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             score = float(score)
         if key is not None:
             self._store(key, score)
-        self._cache_x = x
+        self._cache_x = _snapshot(x)
         self._cache_score = score
         neg = self._neg_seen
-        if len(proba) == 2 and pos in proba and neg in proba:
-            return proba
+        if len(proba) == 2 and pos in proba and (neg is None or neg in proba):
+            return proba  # (with no negative label known yet, the model's other class is it)
         if neg is None:  # no negative label known yet
             return {pos: score}
         return {neg: 1.0 - score, pos: score}
@@ -433,12 +484,14 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         score = proba.get(self.pos_label, 0.0)
         if type(score) is not float:
             score = float(score)
+        # the segment first: a missing one raises before the key is stored
+        seg = self._segment_of(x) if self._segmented is not None and self._ready else None
         if key is not None:
             self._store(key, score)
-        self._cache_x = x
+        self._cache_x = _snapshot(x)
         self._cache_score = score
         if self._segmented is not None:
-            thr = self._segmented.get(self._segment_of(x)) if self._ready else None
+            thr = self._segmented.get(seg) if self._ready else None
             decision = score > (self._default if thr is None else thr)
         elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
             sel = self._selector
@@ -494,7 +547,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             pos = check_label(y) == 1
         if key is None and w is None and not kwargs and not self._timed and self._segmented is None:  # lean
             cached = self._cache_x
-            if cached is x or (cached is not None and _same_features(cached, x)):
+            if cached is not None and _same_features(cached, x):
                 score = self._cache_score
             else:
                 score = self._score_now(x, kwargs)
@@ -525,9 +578,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             if t is None:
                 raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
                                  "or give ThorsClassifier(..., moment=<feature name or callable>)")
-            tf = check_time(t, "t")
-            if tf < self._last_t:
-                raise ValueError(f"t must not decrease: got {t!r} after time {self._last_t!r} (seconds)")
+            tf = check_time(t, "t")  # (older than the newest: a late label, as StreamingThors takes it)
         if key is not None:
             try:
                 score = self._pending[key]
@@ -541,7 +592,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 raise TypeError(f"key must be hashable, got {key!r}") from None
         else:
             cached = self._cache_x
-            if cached is x or (cached is not None and _same_features(cached, x)):
+            if cached is not None and _same_features(cached, x):
                 score = self._cache_score
             else:
                 score = self._score_now(x, kwargs)
@@ -563,8 +614,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             self._segmented.update(seg, score, pos, wt, tf)
         else:
             self._thors.update(score, pos, wt, tf)
-        if tf is not None:
-            self._last_t = tf
+        if tf is not None and tf > self._last_t:
+            self._last_t = tf  # the newest time learned
         if key is not None:
             del self._pending[key]
         if not self._ready:
@@ -705,6 +756,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             "thors": state, "last_t": self._last_t, "n_learned": self._n_learned, "n_pos": self._n_pos,
             "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
         }
+        if not self._plain_labels:  # the negative label predict_one answers (learned, or given)
+            state["neg_label"] = _encode_pending_key(self._neg_seen)
         arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
         if self._selector is not None:  # window="auto": "thors" is its longest window
             sp, ss, sa = self._selector._checkpoint_parts()
@@ -746,8 +799,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                              f"this wrapper has segment={self.segment!r}")
         extra = {"selector"} if auto else {"segments"} if segmented else set()
         _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra, where)
+        optional = {"neg_label"} & set(state)  # (files written before it was saved lack it)
         _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
-                                       "pending_keys"} | extra | ({"segment_keys"} if segmented else set()), where)
+                                       "pending_keys"} | extra | optional
+                      | ({"segment_keys"} if segmented else set()), where)
+        neg = self._neg_seen
+        if optional:
+            neg = _decode_pending_key(state["neg_label"], False, "state.neg_label", where)
         own = {k: a for k, a in arrays.items() if not k.startswith(("sel", "seg_"))}
         if not auto and any(k.startswith("sel") for k in arrays):
             raise ValueError(f"{where} is invalid: it holds the selector's arrays without window='auto'")
@@ -813,6 +871,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._n_learned, self._n_pos = n_learned, n_pos
         self._ready, self._n_evicted = ready, n_evicted
         self._pending = pending
+        if not self._plain_labels and self.neg_label is None:
+            self._neg_seen = neg
         self._cache_x = None
 
 

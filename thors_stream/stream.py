@@ -203,7 +203,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         # weights beyond the documented limit take the slow path, which refuses them
         wmax = self._wmax
         core.bind(StreamingThors.update.__get__(self), StreamingThors.revert.__get__(self),
-                  self._np_get_slow, self._ledger._at, self.window or 0, wmax)
+                  self._np_get_slow, self._ledger._at, self.window or 0, wmax, StreamingThors.get.__get__(self))
         # instance attributes shadowing the methods (the same signatures, served in C)
         fast = self.__dict__
         if cls.update is StreamingThors.update and self._period_s is None:
@@ -212,7 +212,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
             fast["revert"] = core.fast_revert
         if cls.get is StreamingThors.get:
             if self._plain:
-                fast["get"] = core.threshold
+                fast["get"] = core.fast_get  # (the locked get() while a method works on the core)
             elif self._np_mode and self.class_prior is None:
                 empty = np.zeros(0, np.int64)  # no rank known yet: the first read refills
                 core.set_np_tables(int(self.max_fpr is not None), 0, empty, int(self.max_fnr is not None), 0, empty)
