@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST, MAX_WINDOW
+from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST, MAX_WINDOW, period_cutoff
 
 __all__ = ["REL_TOL", "StreamSpec", "check_array_table", "check_stream_parts"]
 
@@ -545,8 +545,9 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         _weights(lw, "late_w", where, cost)
         _require(lt < last_t, lt, "late_t", f"must be before state.last_t={last_t!r} (late events)", where)
         assert period_s is not None  # timed
-        _require(lt > last_t - period_s, lt, "late_t",
-                 f"must be inside the period (> {last_t - period_s!r}; older ones have expired)", where)
+        _require(lt > period_cutoff(last_t, period_s), lt, "late_t",
+                 f"must be inside the period (> {period_cutoff(last_t, period_s)!r}; older ones have expired)",
+                 where)
         _require((lseq >= 1) & (lseq <= arrivals), lseq, "late_seq", f"must hold arrival numbers in 1..{arrivals}",
                  where)
         if np.unique(lseq).shape[0] != m_late:
@@ -580,9 +581,9 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
                     raise _bad(where, "array 'queue_t'", f"holds time {qt[-1].item()!r} after state.last_t="
                                                          f"{last_t!r}")
                 assert period_s is not None  # timed
-                if not qt[0] > last_t - period_s:
+                if not qt[0] > period_cutoff(last_t, period_s):
                     raise _bad(where, "array 'queue_t'", f"holds time {qt[0].item()!r}, outside the period "
-                                                         f"(> {last_t - period_s!r}: it has expired)")
+                                                         f"(> {period_cutoff(last_t, period_s)!r}: it has expired)")
             queue = (qs, qy, qw, qt)
         live = qy != CANCELLED
         _check_multiset(keys, (c1, c0), (wt1, wt0), np.concatenate([qs[live], ls]),

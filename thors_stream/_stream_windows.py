@@ -41,6 +41,7 @@ from ._validation import (
     check_weight,
     check_weighted_costs,
     check_weights,
+    period_cutoff,
 )
 
 __all__ = ["WindowsPart"]
@@ -95,7 +96,7 @@ class WindowsPart(StreamState):
             self._add_late(s, pos, w, tf)
             self._count_updates(1)
             return
-        cutoff = tf - self._period_s
+        cutoff = period_cutoff(tf, self._period_s)
         self._tree.time_push(s, pos, w, tf, cutoff)
         self._last_t = tf
         self._count_updates(1)
@@ -103,7 +104,7 @@ class WindowsPart(StreamState):
 
     def _add_late(self, s: float, pos: bool, w: float, tf: float) -> None:
         """An event older than the newest one: held until it falls out of the period."""
-        if tf <= self._last_t - self._period_s:  # type: ignore[operator]
+        if tf <= period_cutoff(self._last_t, self._period_s):  # type: ignore[arg-type]
             return  # already outside the window: it would expire at once
         self._tree.add(s, pos, w)
         self._arrivals += 1
@@ -209,7 +210,7 @@ class WindowsPart(StreamState):
                 k = max(0, len(queue) - self.window)
             else:
                 self._last_t = float(t[-1])  # type: ignore[index]
-                cutoff = self._last_t - self._period_s  # type: ignore[operator]
+                cutoff = period_cutoff(self._last_t, self._period_s)  # type: ignore[arg-type]
                 k = queue.count_expired(cutoff)
                 self._expire_late(cutoff)
             if k:

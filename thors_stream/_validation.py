@@ -346,6 +346,28 @@ def _np_time_seconds(arr: np.ndarray, name: str, scalar: bool = False) -> np.nda
     return out
 
 
+def period_cutoff(t: float, period: float) -> float:
+    """The largest float ``c`` with ``c <= t - period`` exactly: a time window holds the
+    events with time ``x > c`` (``x > t - period`` in exact arithmetic). ``t - period``
+    rounded to nearest can exceed the exact value (when ``period`` is below half an ulp of
+    ``t``, e.g. 100 s at nanosecond epoch times ~1.7e18, it *is* ``t``, and an event would
+    expire as it arrives); the subtraction's exact error (two-sum) says when to step down
+    one float. O(1).
+
+    >>> period_cutoff(10.0, 3.0)
+    7.0
+    >>> t = 1.7e18
+    >>> t - 100.0 == t, period_cutoff(t, 100.0) < t
+    (True, True)
+    """
+    c = t - period
+    if not math.isfinite(c):
+        return c
+    bb = c - t
+    err = (t - (c - bb)) + (-period - bb)  # t - period == c + err exactly
+    return math.nextafter(c, -math.inf) if err < 0 else c
+
+
 def check_time(t: Any, name: str = "t") -> float:
     """One event time as float seconds (see the module rule): a real number, a ``datetime``
     (naive read as UTC), a ``timedelta``, or a numpy ``datetime64``/``timedelta64``.

@@ -123,7 +123,8 @@ def thors_threshold(
 def _pick(
     cost: np.ndarray, cost_all_positive: float
 ) -> int:
-    """Index of the smallest-threshold minimum of ``cost``, or -1 for ``-inf``."""
+    """Index of the smallest-threshold minimum of ``cost``, or -1 for ``-inf`` (whose cost is
+    ``cost_all_positive``: a candidate must be strictly below it)."""
     j = int(np.argmin(cost)) if cost.shape[0] else -1
     if j < 0 or not cost[j] < cost_all_positive:
         return -1
@@ -149,12 +150,14 @@ def _unweighted(s: np.ndarray, y: np.ndarray, fn: float, fp: float, prior: float
     keep = cand_total > 0  # a prefix of length 0 is the -inf candidate itself
     cand_total, cand_k1 = cand_total[keep], cand_k1[keep]
     cand_k0 = cand_total - cand_k1
-    cost = a * cand_k1 + b * (n0 - cand_k0)
-    j = _pick(cost, b * n0)
+    # the first minimum of a * k1 - b * k0 (the cost less b * n0, the tree's quantity) below
+    # 0 (-inf's): the absolute costs can round where these are exact (2**54 + 4 vs 2**54 + 2)
+    j = _pick(a * cand_k1 - b * cand_k0, 0.0)
     if j < 0:
         thr, k0, k1, c = -np.inf, 0, 0, b * n0
     else:
-        thr, k0, k1, c = float(ss[cand_total[j] - 1]), int(cand_k0[j]), int(cand_k1[j]), float(cost[j])
+        k0, k1 = int(cand_k0[j]), int(cand_k1[j])
+        thr, c = float(ss[cand_total[j] - 1]), float(a * k1 + b * (n0 - k0))
     return ThresholdResult(
         threshold=thr, cost=c, n0=float(n0), n1=float(n1), k0=float(k0), k1=float(k1),
         count0=n0, count1=n1, count_k0=k0, count_k1=k1, fn_cost=fn, fp_cost=fp, class_prior=prior,

@@ -198,8 +198,13 @@ class ThresholdBounds:
 
 # --------------------------------------------------------------------------- checks
 def check_confidence(confidence: Any) -> float:
-    """Return ``confidence`` as a float strictly inside (0, 1) or raise ``ValueError``."""
-    return check_open_unit(confidence, "confidence")  # type: ignore[return-value]
+    """Return ``confidence`` as a float strictly inside (0, 1) or raise ``ValueError``; below
+    2**-53, where ``1 - confidence`` rounds to 1, it is refused too."""
+    c: float = check_open_unit(confidence, "confidence")  # type: ignore[assignment]
+    if 1.0 - c == 1.0:
+        raise ValueError(f"confidence must be at least 2**-53 (below it 1 - confidence rounds to 1), "
+                         f"got {confidence!r}")
+    return c
 
 
 def check_n_test(n_test: Any) -> int | None:

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import period_cutoff
 from .result import DEFAULT_MIN_PER_CLASS
 
 EXIT_OK = 0
@@ -370,7 +371,7 @@ def _shift(new: float, old: float) -> float:
 
 
 def _thr_text(t: float) -> str:
-    return "-inf" if math.isinf(t) else f"{t:.10g}"
+    return "-inf" if math.isinf(t) else repr(float(t))  # shortest exact: 0.99999999999 is not "1"
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -455,7 +456,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                              for k, v in plan.results.items()}
         print(json.dumps(d))
         return EXIT_OK
-    thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else f"{r.threshold:.10g}"
+    thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else _thr_text(r.threshold)
 
     def say(line: str) -> None:
         print(line, file=report)
@@ -632,7 +633,7 @@ class HeldRates:
         t = self._t[i]  # type: ignore[index]
         if t > self._now:
             self._now = t
-        cutoff = self._now - self._period
+        cutoff = period_cutoff(self._now, self._period)
         heap = self._heap
         if t > cutoff:
             self._put(i, 1)

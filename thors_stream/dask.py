@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_class_prior, check_labels, check_scores, check_weights
+from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
 from .costs import class_coefficients, resolve_costs
 from .result import ThresholdResult
 from .rows import rows_by_score
@@ -81,12 +81,15 @@ def _require_dask() -> Any:
 
 
 # ---------------------------------------------------------------- per-partition work
-def _aggregate(scores: Any, labels: Any, weights: Any, names: tuple[str, str, str], where: str) -> Agg:
+def _aggregate(scores: Any, labels: Any, weights: Any, names: tuple[str, str, str], where: str,
+               costs: tuple[float, float]) -> Agg:
     """Validate one partition and merge equal scores: O(m log m) for m rows."""
     s = check_scores(scores, f"{names[0]} ({where})")
     m = s.shape[0]
     y = check_labels(labels, m, f"{names[1]} ({where})")
     w = check_weights(weights, m, f"{names[2]} ({where})")
+    if w is not None:  # the single-machine limit: weight * cost <= 2**960
+        check_weighted_costs(w, costs[0], costs[1], f"{names[2]} ({where})")
     cdt = np.int32 if m < 2**31 else np.int64  # per-partition counts: 16-byte keys when unweighted
     if m == 0:
         e = np.empty(0)
@@ -108,15 +111,16 @@ def _aggregate(scores: Any, labels: Any, weights: Any, names: tuple[str, str, st
     return keys, w1, w0, c1.astype(cdt), c0.astype(cdt)
 
 
-def _aggregate_frame(df: Any, score_col: str, label_col: str, weight_col: str | None, part: int) -> Agg:
+def _aggregate_frame(df: Any, score_col: str, label_col: str, weight_col: str | None, part: int,
+                     costs: tuple[float, float]) -> Agg:
     names = (f"column {score_col!r}", f"column {label_col!r}", f"column {weight_col!r}")
     where = f"partition {part}"
     w = None if weight_col is None else df[weight_col].to_numpy()
-    return _aggregate(df[score_col].to_numpy(), df[label_col].to_numpy(), w, names, where)
+    return _aggregate(df[score_col].to_numpy(), df[label_col].to_numpy(), w, names, where, costs)
 
 
-def _aggregate_blocks(s: Any, y: Any, w: Any, part: int) -> Agg:
-    return _aggregate(s, y, w, ("scores", "labels", "weights"), f"block {part}")
+def _aggregate_blocks(s: Any, y: Any, w: Any, part: int, costs: tuple[float, float]) -> Agg:
+    return _aggregate(s, y, w, ("scores", "labels", "weights"), f"block {part}", costs)
 
 
 def _totals(agg: Agg) -> np.ndarray:
@@ -352,14 +356,15 @@ def thors_threshold(
             if c not in data.columns:
                 raise KeyError(f"column {c!r} is not in the DataFrame (columns: {list(data.columns)})")
         parts = data[cols].to_delayed()
-        aggs = [delayed(_aggregate_frame, pure=True)(p, score_col, label_col, weight_col, i)
+        aggs = [delayed(_aggregate_frame, pure=True)(p, score_col, label_col, weight_col, i,
+                                                     (costs.fn_cost, costs.fp_cost))
                 for i, p in enumerate(parts)]
     elif isinstance(data, da.Array):
         if score_col is not None or label_col is not None or weight_col is not None:
             raise TypeError("with arrays, pass labels (and weights) positionally, not column names")
         if labels is None:
             raise TypeError("labels are required with a scores array")
-        aggs = _array_aggregates(da, delayed, data, labels, weights)
+        aggs = _array_aggregates(da, delayed, data, labels, weights, (costs.fn_cost, costs.fp_cost))
     else:
         raise TypeError(
             f"data must be a dask.dataframe.DataFrame or a dask array, got {type(data).__name__}; "
@@ -386,7 +391,8 @@ def thors_threshold(
     return _finish(plan_v[1], best_v, fn, fp, prior)
 
 
-def _array_aggregates(da: Any, delayed: Any, scores: Any, labels: Any, weights: Any) -> list[Any]:
+def _array_aggregates(da: Any, delayed: Any, scores: Any, labels: Any, weights: Any,
+                      costs: tuple[float, float]) -> list[Any]:
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-dimensional, got shape {scores.shape}")
     if any(math.isnan(c) for c in scores.chunks[0]):
@@ -404,7 +410,7 @@ def _array_aggregates(da: Any, delayed: Any, scores: Any, labels: Any, weights: 
     w = None if weights is None else like_scores(weights, "weights")
     sb, yb = scores.to_delayed().ravel(), y.to_delayed().ravel()
     wb = [None] * len(sb) if w is None else w.to_delayed().ravel()
-    return [delayed(_aggregate_blocks, pure=True)(s, yy, ww, i) for i, (s, yy, ww) in enumerate(zip(sb, yb, wb))]
+    return [delayed(_aggregate_blocks, pure=True)(s, yy, ww, i, costs) for i, (s, yy, ww) in enumerate(zip(sb, yb, wb))]
 
 
 def _finish(
@@ -433,8 +439,9 @@ def _segment_partition(pdf: Any, score_col: str, label_col: str, segment_col: st
 
     if len(pdf) == 0:
         return {}
-    w = None if weight_col is None else pdf[weight_col].to_numpy(dtype=np.float64)
-    return thors_by_segment(pdf[score_col].to_numpy(dtype=np.float64), pdf[label_col].to_numpy(),
+    # raw columns: thors_by_segment applies the package's rules (a string score is refused)
+    w = None if weight_col is None else pdf[weight_col].to_numpy()
+    return thors_by_segment(pdf[score_col].to_numpy(), pdf[label_col].to_numpy(),
                             pdf[segment_col].to_numpy(), fn_cost=fn_cost, fp_cost=fp_cost, sample_weight=w,
                             class_prior=class_prior)
 

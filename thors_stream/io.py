@@ -375,7 +375,11 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
     cols = list(dict.fromkeys(c for c in wanted.values() if c is not None))
     try:
         pf = pq.ParquetFile(src.arrow())
-        _columns(pf.schema_arrow.names, wanted, name)
+        names = pf.schema_arrow.names
+        _columns(names, wanted, name)
+        for c in cols:
+            if names.count(c) > 1:
+                raise InputError(f"{name}: the column {c!r} appears {names.count(c)} times; name it once")
         table = pf.read(columns=cols)
     except InputError:
         raise
@@ -404,8 +408,14 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         col = column(role)
         if not numeric(col):
             raise wrong_type(role, col, "it must be numeric")
-        # safe=False: an integer beyond 2**53 rounds to the nearest float64, as the CSV reader does
-        arr: np.ndarray = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+        arr: np.ndarray
+        if pa.types.is_decimal(col.type):
+            # each decimal rounded correctly (arrow's cast multiplies by 10**-scale, which is
+            # not: 0.3 became 0.30000000000000004), so a score reads as the CSV reader reads it
+            arr = np.array([float(v) for v in col.to_pylist()], dtype=np.float64)
+        else:
+            # safe=False: an integer beyond 2**53 rounds to the nearest float64, as the CSV reader does
+            arr = col.cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
         bad = ~np.isfinite(arr)
         if bad.any():
             raise where(bad, f"{role} must be finite, got {arr[bad][0].item()!r}")

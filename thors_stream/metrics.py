@@ -7,7 +7,7 @@ from typing import Any
 from river import base
 from river import metrics as river_metrics
 
-from ._validation import check_label, check_weight
+from ._validation import check_label, check_weight, check_weighted_cost
 from .costs import resolve_costs
 
 __all__ = ["Cost"]
@@ -95,7 +95,7 @@ class Cost(river_metrics.base.BinaryMetric):
                 except ValueError:
                     raise ValueError(f"predicted label must be 0, 1, False or True, got {y_pred!r}") from None
         if w != 1.0 or type(w) is not float:
-            check_weight(w)
+            check_weighted_cost(check_weight(w), self._fn, self._fp, "w")  # (w * cost <= 2**960, as elsewhere)
 
     def update(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         """Add one event: its true label, predicted label and weight (> 0). O(1)."""

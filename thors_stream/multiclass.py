@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_weights
+from ._validation import MAX_WEIGHTED_COST, check_scores, check_weights
 from .batch import thors_threshold
 from .stream import StreamingThors
 
@@ -97,10 +97,7 @@ def check_cost_matrix(cost_matrix: Any, m: int | None = None) -> np.ndarray:
     ...
     ValueError: cost_matrix must be 3x3 (one row and column per class), got shape (2, 2)
     """
-    try:
-        c = np.asarray(cost_matrix, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"cost_matrix must be a square array of real numbers, got {cost_matrix!r}") from None
+    c = _real_2d(cost_matrix, "cost_matrix")
     if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 2:
         raise ValueError(f"cost_matrix must be a square array with at least 2 classes, got shape {c.shape}")
     if m is not None and c.shape[0] != m:
@@ -112,11 +109,22 @@ def check_cost_matrix(cost_matrix: Any, m: int | None = None) -> np.ndarray:
     return c
 
 
-def _check_scores2d(scores: Any) -> np.ndarray:
+def _real_2d(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float64 array: numeric arrays as they are, anything else element by
+    element by the package's number rule (strings and bools refused with ``TypeError``, a
+    number beyond float64 with ``ValueError``, each naming the value). O(size)."""
     try:
-        s = np.asarray(scores, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError("scores must be an (n, m) array of real numbers") from None
+        raw = np.asarray(value)
+    except (TypeError, ValueError):  # ragged rows
+        raise TypeError(f"{name} must be an array of real numbers with rows of one length") from None
+    if raw.dtype.kind in "iuf":
+        return raw.astype(np.float64)
+    out: np.ndarray = check_scores(raw.reshape(-1), name).reshape(raw.shape)
+    return out
+
+
+def _check_scores2d(scores: Any) -> np.ndarray:
+    s = _real_2d(scores, "scores")
     if s.ndim != 2:
         raise ValueError(f"scores must be 2-dimensional (n events, m classes), got shape {s.shape}")
     if s.shape[0] == 0:
@@ -276,7 +284,13 @@ def _binary_stage(
     """
     if score.shape[0] == 0:
         return -math.inf, 0.0
-    delta = w * (take_cost[y] - pass_cost[y])
+    with np.errstate(over="ignore", invalid="ignore"):
+        delta = w * (take_cost[y] - pass_cost[y])
+    big = ~(np.abs(delta) <= MAX_WEIGHTED_COST)
+    if big.any():
+        i = int(np.flatnonzero(big)[0])
+        raise ValueError(f"cost_matrix: event {i}'s stake (its weight times a difference of costs in its row) is "
+                         f"{float(delta[i])!r}, beyond 2**960 (MAX_WEIGHTED_COST); express the costs in larger units")
     base = float(np.sum(w * pass_cost[y]))
     rel = delta != 0
     if not rel.any():

@@ -302,7 +302,9 @@ def np_threshold_from_rows(
     con = np_constraint(count0, count1, max_fpr, max_fnr, confidence)
     n1, n0 = float(cw1[-1]), float(cw0[-1])
     a, b = class_coefficients(fn_cost, fp_cost, n0, n1, class_prior)
-    cost = a * cw1 + b * (n0 - cw0)
+    # compared: prefix sums of each score's a * w1 - b * w0 (the tree's quantity; -inf's is
+    # 0), not the absolute costs b * n0 + that, which can round where the prefix sums are exact
+    prefix = np.concatenate([[0.0], np.cumsum(a * np.asarray(w1, np.float64) - b * np.asarray(w0, np.float64))])
     ok = con.admissible(cc0, cc1)
     if not ok.any():
         lo = int(np.argmax(cc0 >= con.min_count0))
@@ -314,10 +316,10 @@ def np_threshold_from_rows(
             f"max_fnr={max_fnr:g} needs threshold <= {t_hi!r} (at least {count1 - con.max_count1} of the "
             f"{count1} positives above it). Relax max_fpr, max_fnr or confidence, or collect more events"
         )
-    j = int(np.argmin(np.where(ok, cost, np.inf)))
+    j = int(np.argmin(np.where(ok, prefix, np.inf)))
     thr = float(keys[j - 1]) if j > 0 else -math.inf
     return ThresholdResult(
-        threshold=thr, cost=float(cost[j]), n0=n0, n1=n1, k0=float(cw0[j]), k1=float(cw1[j]),
+        threshold=thr, cost=float(a * cw1[j] + b * (n0 - cw0[j])), n0=n0, n1=n1, k0=float(cw0[j]), k1=float(cw1[j]),
         count0=count0, count1=count1, count_k0=int(cc0[j]), count_k1=int(cc1[j]), fn_cost=fn_cost,
         fp_cost=fp_cost, class_prior=class_prior, max_fpr=max_fpr, max_fnr=max_fnr, np_confidence=confidence,
     )

@@ -158,7 +158,7 @@ def required_validation_size(
     fn, fp = costs.fn_cost, costs.fp_cost
     try:
         mult = float(multiple)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"multiple must be a number > 1, got {multiple!r}") from None
     if not (mult > 1.0 and math.isfinite(mult)):
         raise ValueError(f"multiple must be a finite number > 1, got {multiple!r}")
@@ -170,11 +170,15 @@ def required_validation_size(
         method = check_method(method)
     if quantity not in QUANTITIES:
         raise ValueError(f"quantity must be one of {QUANTITIES}, got {quantity!r}")
-    max_n = check_n_test(max_size)
+    try:
+        max_n = check_n_test(max_size)
+    except ValueError:
+        max_n = None
     if max_n is None or max_n < 2:
-        raise ValueError(f"max_size must be an integer >= 2, got {max_size!r}")
+        raise ValueError(f"max_size must be an integer from 2 to 2**53, got {max_size!r}")
     if pi1 * fn * fnr + (1 - pi1) * fp * fpr <= 0:
-        raise ValueError(f"the nominal cost is 0 at fpr={fpr!r}, fnr={fnr!r}: no multiple of it can be a bound")
+        raise ValueError(f"the nominal cost is 0 (or underflows) at fpr={fpr!r}, fnr={fnr!r} with fn_cost={fn!r}, "
+                         f"fp_cost={fp!r}: no multiple of it can be a bound")
 
     if method == "paper":
         def meets(nv: np.ndarray) -> np.ndarray:

@@ -1,0 +1,159 @@
+"""Regression tests for what an adversarial review of the numerics, readers and dask found on
+2026-11-25 (afternoon); each failed before its fix."""
+
+import decimal
+import math
+
+import pytest
+
+from thors_stream import StreamingThors, thors_threshold
+from thors_stream._backend import available_backends
+from thors_stream.bounds import MAX_N_TEST
+from thors_stream.cli import main
+from thors_stream.metrics import Cost
+from thors_stream.multiclass import fit_exact, fit_sequential
+from thors_stream.planner import required_validation_size
+
+BACKENDS = available_backends()
+
+
+# ---------------------------------------------------------------- argmin over prefix sums
+def test_unweighted_and_neyman_pearson_are_exact_where_only_prefix_sums_are():
+    """fn = 2**53, fp = 2**53 + 2: every per-score sum fn*w1 - fp*w0 and every total is
+    representable, the absolute costs b*n0 + prefix are not all; the exact optimum is 1.0
+    (cost 2**54 against 2**54 + 2 at 0.0). The unweighted batch path and the Neyman-Pearson
+    row path compared absolute costs and returned 0.0."""
+    s, y = [0.0, 0.0, 1.0, 1.0], [0, 1, 0, 1]
+    fn, fp = 2.0**53, 2.0**53 + 2
+    assert thors_threshold(s, y, fn_cost=fn, fp_cost=fp).threshold == 1.0
+    assert thors_threshold(s, y, fn_cost=fn, fp_cost=fp, sample_weight=[1] * 4).threshold == 1.0
+    assert thors_threshold(s, y, fn_cost=fn, fp_cost=fp, max_fpr=0.999, confidence=0.5).threshold == 1.0
+    for be in BACKENDS:
+        st = StreamingThors(fn_cost=fn, fp_cost=fp, max_fpr=0.999, confidence=0.5, backend=be)
+        st.update_many(s, y)
+        assert st.get() == st.result().threshold == 1.0
+        assert st.result().cost == 2.0**54
+
+
+# ---------------------------------------------------------------- time windows
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_period_below_an_ulp_of_the_times_still_holds_the_events(backend):
+    """t - period rounded to t at nanosecond epoch times (1.7e18, period 100): the event
+    expired as it arrived."""
+    st = StreamingThors(fn_cost=1, fp_cost=1, period=100, backend=backend)
+    st.update(0.5, 1, t=1.7e18)
+    st.update(0.7, 0, t=1.7e18)
+    assert len(st) == 2
+    st.update(0.6, 0, t=1.7e18 - 256)  # a late label 256 s old: outside the period, not held
+    assert len(st) == 2
+    st.update(0.6, 0, t=1.7e18 + 256)  # the newest moves 256 s on: the first two expire
+    assert len(st) == 1
+    many = StreamingThors(fn_cost=1, fp_cost=1, period=1, backend=backend)
+    many.update_many([0.5, 0.7], [1, 0], ts=[1e17, 1e17])
+    assert len(many) == 2
+
+
+# ---------------------------------------------------------------- multiclass inputs
+@pytest.mark.parametrize("fit", [fit_sequential, fit_exact])
+@pytest.mark.parametrize("kw,exc,match", [
+    ({"cost_matrix": [[0, 1e300], [1e300, 0]]}, ValueError, "cost_matrix: event 0's stake"),
+    ({"cost_matrix": [[-1e308, 1e308], [1e308, -1e308]]}, ValueError, "cost_matrix: event 0's stake"),
+    ({"scores": [["0.9", "0.1"], ["0.2", "0.8"], ["0.6", "0.4"]]}, TypeError, "scores must be an array of real"),
+    ({"cost_matrix": [["0", "1"], ["1", "0"]]}, TypeError, "cost_matrix must be an array of real"),
+    ({"scores": [[10**400, 0.1], [0.2, 0.8], [0.6, 0.4]]}, ValueError, "401 digits"),
+])
+def test_multiclass_inputs_follow_the_package_rules(fit, kw, exc, match):
+    args = {"scores": [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], "y": [0, 1, 0], "cost_matrix": [[0, 1], [1, 0]], **kw}
+    with pytest.raises(exc, match=match):
+        fit(**args)
+
+
+# ---------------------------------------------------------------- Parquet
+def test_parquet_duplicate_column_is_a_clear_error(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from thors_stream.io import InputError, read_events
+
+    t = pa.Table.from_arrays([pa.array([0.1, 0.2]), pa.array([1, 0]), pa.array([0.9, 0.8])],
+                             names=["score", "label", "score"])
+    p = tmp_path / "dup.parquet"
+    pq.write_table(t, p)
+    with pytest.raises(InputError, match="'score' appears 2 times"):
+        read_events(p, score_col="score", label_col="label")
+    code = main(["fit", str(p), "--score-col", "score", "--label-col", "label", "--fn-cost", "1", "--fp-cost", "1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "appears 2 times" in err
+
+
+def test_parquet_decimals_read_as_the_csv_reader_reads_them(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    from thors_stream.io import read_events
+
+    vals = [f"0.{i:03d}" for i in range(1000)]
+    labels = [i % 2 for i in range(1000)]
+    (tmp_path / "d.csv").write_text("score,label\n" + "".join(f"{v},{l}\n" for v, l in zip(vals, labels)))
+    pq.write_table(pa.table({"score": pa.array([decimal.Decimal(v) for v in vals], pa.decimal128(6, 3)),
+                             "label": labels}), tmp_path / "d.parquet")
+    csv = read_events(tmp_path / "d.csv", score_col="score", label_col="label").scores
+    par = read_events(tmp_path / "d.parquet", score_col="score", label_col="label").scores
+    assert par.tolist() == csv.tolist() == [float(v) for v in vals]
+
+
+# ---------------------------------------------------------------- dask
+def test_dask_refuses_weights_times_costs_beyond_the_limit_and_string_segment_scores():
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    import dask
+
+    from thors_stream.dask import thors_threshold as dask_threshold
+    from thors_stream.dask import thors_threshold_by_segment
+
+    with dask.config.set(scheduler="synchronous"):
+        df = dd.from_pandas(pd.DataFrame({"s": [0.1, 0.9], "y": [0, 1], "w": [1e200, 1.0]}), npartitions=1)
+        with pytest.raises(ValueError, match=r"column 'w' \(partition 0\) 1e\+200 .* exceeds 2\*\*960"):
+            dask_threshold(df, score_col="s", label_col="y", weight_col="w", fn_cost=1e200, fp_cost=1)
+        seg = dd.from_pandas(pd.DataFrame({"s": ["0.1", "0.9"], "y": [0, 1], "g": ["a", "a"]}), npartitions=1)
+        with pytest.raises(TypeError, match=r"'0\.1'"):
+            thors_threshold_by_segment(seg, score_col="s", label_col="y", segment_col="g", fn_cost=1, fp_cost=1)
+
+
+# ---------------------------------------------------------------- bounds, planner, metric, CLI
+@pytest.mark.parametrize("call,match", [
+    (lambda r: r.bounds(1e-17), "at least 2\\*\\*-53"),
+    (lambda r: r.bounds(0.95, n_test=10**20), "at most 2\\*\\*53"),
+])
+def test_bounds_arguments_name_the_bad_value(call, match):
+    r = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], fn_cost=5, fp_cost=1)
+    with pytest.raises(ValueError, match=match):
+        call(r)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"max_size": 10**30}, "max_size must be an integer from 2 to 2\\*\\*53, got 1000"),
+    ({"confidence": 1e-300}, "confidence must be at least 2\\*\\*-53"),
+    ({"multiple": 10**400}, "multiple must be a number > 1"),
+    ({"fn_cost": 5e-324, "fp_cost": 5e-324}, "or underflows"),
+])
+def test_planner_arguments_name_the_bad_value(kw, match):
+    args = {"fpr": 0.2, "fnr": 0.1, "class_prior": 0.3, "fn_cost": 5, "fp_cost": 1, "multiple": 1.2, **kw}
+    with pytest.raises(ValueError, match=match):
+        required_validation_size(**args)
+    assert MAX_N_TEST == 2**53
+
+
+def test_cost_metric_refuses_weight_times_cost_beyond_the_limit():
+    m = Cost(fn_cost=2.0**960, fp_cost=1)
+    with pytest.raises(ValueError, match="exceeds 2\\*\\*960"):
+        m.update(1, 0, w=2.0**960)
+    assert m.total == 0.0
+
+
+def test_cli_text_prints_the_threshold_exactly(tmp_path, capsys):
+    p = tmp_path / "prec.csv"
+    p.write_text("score,label\n0.99999999999,0\n0.999999999995,1\n0.5,0\n0.6,0\n")
+    code = main(["fit", str(p), "--score-col", "score", "--label-col", "label", "--fn-cost", "1", "--fp-cost", "1",
+                 "--min-per-class", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "threshold     0.99999999999 " in out
+    assert not math.isnan(float(out.split("threshold")[1].split()[0]))
