@@ -393,8 +393,8 @@ def _exact_part(n: int, a: np.ndarray, b: np.ndarray, r: np.ndarray, delta: np.n
     """exact_quantile's bisection for elements with ``0 < a < b`` and ``big > small`` (1-d
     arrays; ``r = a / b``, ``hi`` the upper end)."""
     d = big - small
-    m_lo = stats.binom.ppf(_TRUNC, n, b).astype(np.int64)
-    m_hi = stats.binom.isf(_TRUNC, n, b).astype(np.int64)
+    m_lo = np.asarray(stats.binom.ppf(_TRUNC, n, b)).astype(np.int64)
+    m_hi = np.asarray(stats.binom.isf(_TRUNC, n, b)).astype(np.int64)
     m_hi = np.minimum(np.maximum(m_hi, m_lo), n)
     width = int((m_hi - m_lo).max()) + 1
     m = m_lo[:, None] + np.arange(width)[None, :]

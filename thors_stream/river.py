@@ -358,7 +358,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         in one ``deepcopy`` (river copies attribute by attribute, which split the summary
         that ``threshold``, ``predict_one`` and the selector share into separate copies).
         O(state) with ``include_attributes``, else O(parameters)."""
-        fresh = super().clone(new_params)
+        fresh: ThorsClassifier = super().clone(new_params)
         if not include_attributes:
             return fresh
         params = self._get_params()
