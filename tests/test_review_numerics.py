@@ -157,3 +157,30 @@ def test_cli_text_prints_the_threshold_exactly(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "threshold     0.99999999999 " in out
     assert not math.isnan(float(out.split("threshold")[1].split()[0]))
+
+
+# ---------------------------------------------------------------- CSV syntax
+ENGINES = ["python", "pyarrow"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("text", ["0_5", "\u0661", "1_000.5"])
+def test_csv_numbers_in_python_only_syntax_are_refused_by_both_readers(tmp_path, engine, text):
+    pytest.importorskip("pyarrow")
+    from thors_stream.io import InputError, read_events
+
+    p = tmp_path / "n.csv"
+    p.write_text(f"score,label\n0.5,1\n{text},0\n", encoding="utf-8")
+    with pytest.raises(InputError, match="line 3: score is not a number"):
+        read_events(p, score_col="score", label_col="label", engine=engine)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path, engine):
+    pytest.importorskip("pyarrow")
+    from thors_stream.io import InputError, read_events
+
+    p = tmp_path / "r.csv"
+    p.write_text("score,label,x\n0.5,1\n0.2,0,a\n")
+    with pytest.raises(InputError, match="line 2"):
+        read_events(p, score_col="score", label_col="label", engine=engine)

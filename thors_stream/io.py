@@ -165,6 +165,8 @@ def _label(text: str) -> bool:
 
 def _number(text: str, what: str) -> float:
     try:
+        if not text.isascii() or "_" in text:  # Python-only syntax (1_000, Arabic-Indic digits): arrow refuses it
+            raise ValueError
         v = float(text)
     except ValueError:
         raise _bad(text, what, f"{what} is not a number: {_show(text)}") from None
@@ -228,7 +230,7 @@ def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
                 (role, idx[role], []) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
             gi = idx.get("segment")
             g: list[str] = []
-            need = max(idx.values()) + 1
+            need = len(header)  # a row may have more fields than the header, not fewer (as arrow's reader)
             s: list[float] = []
             y: list[bool] = []
             t: list[float] = []
