@@ -488,7 +488,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         seg = self._segment_of(x) if self._segmented is not None and self._ready else None
         if key is not None:
             self._store(key, score)
-        self._cache_x = _snapshot(x)
+        self._cache_x = x.copy() if type(x) is dict else _snapshot(x)  # (inline: the common case)
         self._cache_score = score
         if self._segmented is not None:
             thr = self._segmented.get(seg) if self._ready else None
@@ -547,10 +547,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             pos = check_label(y) == 1
         if key is None and w is None and not kwargs and not self._timed and self._segmented is None:  # lean
             cached = self._cache_x
-            if cached is not None and _same_features(cached, x):
-                score = self._cache_score
-            else:
-                score = self._score_now(x, kwargs)
+            try:  # (_same_features inline: a Python call less per event)
+                same = cached is not None and bool(cached == x)
+            except Exception:  # e.g. array-valued features: comparison is ambiguous
+                same = False
+            score = self._cache_score if same else self._score_now(x, kwargs)
             if score - score != 0.0:
                 self._reject_score(score)
             self._cache_x = None
