@@ -365,7 +365,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         fresh.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in params}))
         return fresh
 
-
     @property
     def _wrapped_model(self) -> base.Classifier:
         return self.classifier
