@@ -184,3 +184,15 @@ def test_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path, engine):
     p.write_text("score,label,x\n0.5,1\n0.2,0,a\n")
     with pytest.raises(InputError, match="line 2"):
         read_events(p, score_col="score", label_col="label", engine=engine)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_period_must_be_a_duration_not_a_moment(backend):
+    import datetime as dt
+
+    import numpy as np
+
+    for moment in (dt.datetime(2024, 1, 1), np.datetime64("2024-01-01")):
+        with pytest.raises(TypeError, match="period must be a duration"):
+            StreamingThors(fn_cost=1, fp_cost=1, period=moment, backend=backend)
+    assert StreamingThors(fn_cost=1, fp_cost=1, period=dt.timedelta(hours=1), backend=backend).period is not None

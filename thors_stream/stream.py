@@ -148,6 +148,8 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
             if window > MAX_WINDOW:
                 raise ValueError(f"window must be at most 2**62 (MAX_WINDOW), got {window!r}")
             window = int(window)
+        if isinstance(period, (dt.datetime, np.datetime64)):  # a moment, not a duration
+            raise TypeError(f"period must be a duration (seconds or a timedelta), got the moment {period!r}")
         period_s = None if period is None else check_time(period, "period")
         if period_s is not None and period_s <= 0:
             raise ValueError(f"period must be > 0, got {period!r}")
