@@ -196,3 +196,18 @@ def test_period_must_be_a_duration_not_a_moment(backend):
         with pytest.raises(TypeError, match="period must be a duration"):
             StreamingThors(fn_cost=1, fp_cost=1, period=moment, backend=backend)
     assert StreamingThors(fn_cost=1, fp_cost=1, period=dt.timedelta(hours=1), backend=backend).period is not None
+
+
+def test_csv_field_limit_does_not_follow_the_process_wide_setting(tmp_path):
+    import csv
+
+    from thors_stream.io import read_events
+
+    p = tmp_path / "lim.csv"
+    p.write_text("score,label,x\n0.5,1," + "a" * 50 + "\n0.2,0,b\n")
+    old = csv.field_size_limit(10)
+    try:
+        assert read_events(p, score_col="score", label_col="label", engine="python").scores.tolist() == [0.5, 0.2]
+        assert csv.field_size_limit() == 10  # put back
+    finally:
+        csv.field_size_limit(old)

@@ -213,7 +213,17 @@ def _csv_error(name: str, line: int, exc: csv.Error) -> InputError:
 
 
 def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
-    """The reference CSV reader (standard library). O(rows)."""
+    """The reference CSV reader (standard library). O(rows). The field limit is
+    :data:`FIELD_LIMIT` whatever the process-wide ``csv.field_size_limit`` says (it is set
+    for the read and put back after)."""
+    old = csv.field_size_limit(FIELD_LIMIT)
+    try:
+        return _read_csv_stdlib_limited(src, wanted)
+    finally:
+        csv.field_size_limit(old)
+
+
+def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None]) -> Events:
     name = src.name
     with src.open() as raw:
         f = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
