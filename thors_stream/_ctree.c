@@ -1666,10 +1666,10 @@ static PyObject *CTree_bind(CTree *self, PyObject *args) {
     Py_ssize_t limit;
     double wmax;
     if (!PyArg_ParseTuple(args, "OOOOnd|O", &u, &r, &g, &led, &limit, &wmax, &th)) return NULL;
+    if (led != Py_None && !PyDict_Check(led)) { PyErr_SetString(PyExc_TypeError, "ledger_at must be a dict"); return NULL; }
     if (th == Py_None) th = NULL;
     Py_XINCREF(th);
     Py_XSETREF(self->slow_threshold, th);
-    if (led != Py_None && !PyDict_Check(led)) { PyErr_SetString(PyExc_TypeError, "ledger_at must be a dict"); return NULL; }
     Py_INCREF(u); Py_INCREF(r); Py_INCREF(g);
     Py_XSETREF(self->slow_update, u);
     Py_XSETREF(self->slow_revert, r);

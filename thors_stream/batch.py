@@ -120,13 +120,13 @@ def thors_threshold(
     return _weighted(s, labels, w, costs.fn_cost, costs.fp_cost, prior)
 
 
-def _pick(
-    cost: np.ndarray, cost_all_positive: float
-) -> int:
-    """Index of the smallest-threshold minimum of ``cost``, or -1 for ``-inf`` (whose cost is
-    ``cost_all_positive``: a candidate must be strictly below it)."""
-    j = int(np.argmin(cost)) if cost.shape[0] else -1
-    if j < 0 or not cost[j] < cost_all_positive:
+def _pick(gain: np.ndarray) -> int:
+    """Index of the first (smallest-threshold) minimum of ``gain`` — each candidate's cost
+    less ``b * n0``, i.e. its prefix sum of ``a * w1 - b * w0`` — or -1 for ``-inf``, whose
+    gain is 0 (a candidate must be strictly below it). Compared without ``b * n0``: the
+    absolute costs can round where these sums are exact (2**54 + 4 vs 2**54 + 2)."""
+    j = int(np.argmin(gain)) if gain.shape[0] else -1
+    if j < 0 or not gain[j] < 0.0:
         return -1
     return j
 
@@ -150,9 +150,7 @@ def _unweighted(s: np.ndarray, y: np.ndarray, fn: float, fp: float, prior: float
     keep = cand_total > 0  # a prefix of length 0 is the -inf candidate itself
     cand_total, cand_k1 = cand_total[keep], cand_k1[keep]
     cand_k0 = cand_total - cand_k1
-    # the first minimum of a * k1 - b * k0 (the cost less b * n0, the tree's quantity) below
-    # 0 (-inf's): the absolute costs can round where these are exact (2**54 + 4 vs 2**54 + 2)
-    j = _pick(a * cand_k1 - b * cand_k0, 0.0)
+    j = _pick(a * cand_k1 - b * cand_k0)
     if j < 0:
         thr, k0, k1, c = -np.inf, 0, 0, b * n0
     else:
@@ -178,15 +176,13 @@ def _weighted(
     W1, W0 = cw1[ends], cw0[ends]
     n1, n0 = float(cw1[-1]), float(cw0[-1])
     a, b = class_coefficients(fn, fp, n0, n1, prior)
-    # the argmin over prefix sums of each score's a * w1 - b * w0 (the tree's quantity), not
-    # over the absolute costs b * n0 + prefix: those can round where the prefix sums are exact
+    # prefix sums of each score's a * w1 - b * w0 (the tree's quantity; see _pick)
     starts = np.concatenate([[0], ends[:-1] + 1])
-    per_score = a * np.add.reduceat(w1, starts) - b * np.add.reduceat(w0, starts)
-    prefix = np.cumsum(per_score)
+    prefix = np.cumsum(a * np.add.reduceat(w1, starts) - b * np.add.reduceat(w0, starts))
     count1 = int(cc1[-1])
     count0 = s.shape[0] - count1
-    j = int(np.argmin(prefix))
-    if not prefix[j] < 0.0:  # no score beats -inf (flag everything)
+    j = _pick(prefix)
+    if j < 0:  # no score beats -inf (flag everything)
         return ThresholdResult(-np.inf, b * n0, n0, n1, 0.0, 0.0, count0, count1, 0, 0, fn, fp, prior)
     e = int(ends[j])
     ck1 = int(cc1[e])

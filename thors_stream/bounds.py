@@ -389,13 +389,11 @@ def bernstein_quantile(n: int, a: Any, b: Any, big: float, small: float, delta: 
 
 
 def _exact_part(n: int, a: np.ndarray, b: np.ndarray, r: np.ndarray, delta: np.ndarray, hi: np.ndarray,
-                big: float, small: float, tol: float) -> np.ndarray:
+                m_lo: np.ndarray, m_hi: np.ndarray, big: float, small: float, tol: float) -> np.ndarray:
     """exact_quantile's bisection for elements with ``0 < a < b`` and ``big > small`` (1-d
-    arrays; ``r = a / b``, ``hi`` the upper end)."""
+    arrays; ``r = a / b``, ``hi`` the upper end, ``m_lo..m_hi`` the support of M kept, as
+    int64 in ``0..n``)."""
     d = big - small
-    m_lo = np.asarray(stats.binom.ppf(_TRUNC, n, b)).astype(np.int64)
-    m_hi = np.asarray(stats.binom.isf(_TRUNC, n, b)).astype(np.int64)
-    m_hi = np.minimum(np.maximum(m_hi, m_lo), n)
     width = int((m_hi - m_lo).max()) + 1
     m = m_lo[:, None] + np.arange(width)[None, :]
     valid = m <= m_hi[:, None]
@@ -472,16 +470,18 @@ def exact_quantile(
         # M's support: ~16 sqrt(n b (1 - b)) + 30 values. Wider than MAX_EXACT_CELLS (n_test
         # beyond ~10**11 at b = 0.5): the Bernstein bound stands (time and memory stay
         # bounded); narrower: in chunks of at most MAX_EXACT_CELLS cells per array
-        m_lo_f = stats.binom.ppf(_TRUNC, n, b[idx])
-        m_hi_f = np.minimum(np.maximum(stats.binom.isf(_TRUNC, n, b[idx]), m_lo_f), n)
-        widths = m_hi_f - m_lo_f + 1
-        keep = (widths <= MAX_EXACT_CELLS) & (m_hi_f < 2.0**53)  # (counts exact as int64 and float)
+        m_lo = np.asarray(stats.binom.ppf(_TRUNC, n, b[idx]))
+        m_hi = np.minimum(np.maximum(np.asarray(stats.binom.isf(_TRUNC, n, b[idx])), m_lo), n)
+        widths = m_hi - m_lo + 1
+        keep = (widths <= MAX_EXACT_CELLS) & (m_hi < 2.0**53)  # (counts exact as int64 and float)
         idx, widths = idx[keep], widths[keep]
+        m_lo, m_hi = m_lo[keep].astype(np.int64), m_hi[keep].astype(np.int64)
         if idx.size:
             per = max(1, int(MAX_EXACT_CELLS // float(widths.max())))
             for c0 in range(0, idx.size, per):
-                part = idx[c0 : c0 + per]
-                out[part] = _exact_part(n, a[part], b[part], r[part], delta[part], hi[part], big, small, tol)
+                part, sl = idx[c0 : c0 + per], slice(c0, c0 + per)
+                out[part] = _exact_part(n, a[part], b[part], r[part], delta[part], hi[part], m_lo[sl], m_hi[sl],
+                                        big, small, tol)
     res: np.ndarray = np.minimum(out, hi).reshape(shape)
     return res
 
@@ -597,11 +597,11 @@ def bounds_arrays(
     vy1 = (ck1 + 1) * (c1 - ck1) / ((c1 + 1) ** 2 * (c1 + 2))
     vy0 = ck0 * (c0 - ck0 + 1) / ((c0 + 1) ** 2 * (c0 + 2))
     cstar = n_te * (fn * pi1 * ey1 + fp * pi0 * ey0)
+    L = math.log(1.0 / delta)
     # sqrt(2 L sigma2), sigma2 = n_te (fn^2 pi1^2 vy1 + fp^2 pi0^2 vy0), by hypot (no square
     # of a cost, which overflows beyond ~1.3e154)
-    sigma = np.sqrt(2.0 * n_te * math.log(1.0 / delta)) * np.hypot(fn * pi1 * np.sqrt(vy1), fp * pi0 * np.sqrt(vy0))
+    sigma = np.sqrt(2.0 * n_te * L) * np.hypot(fn * pi1 * np.sqrt(vy1), fp * pi0 * np.sqrt(vy0))
     mm = np.maximum(pi1 * fn * np.maximum(ey1, 1 - ey1), pi0 * fp * np.maximum(ey0, 1 - ey0))
-    L = math.log(1.0 / delta)
     out["paper_cost_upper"] = (cstar + mm * L / 3 + np.hypot(mm * L / 3, sigma)) * (n_te > 0)
     eps = _paper_eps(n_te, c0, c1, ck0, ck1, delta)
     c_lo = n_te * (fn * pi1 * ck1 / (c1 + 1) + fp * pi0 * (c0 - ck0) / (c0 + 1))
