@@ -166,7 +166,7 @@ def time_batches(s, y, n, events, backend, batch: int = 10_000, w=None) -> tuple
 def tree_bytes_per_score(st: StreamingThors) -> float:
     info = st._tree.stats()
     tree = (info["leaf_slots"] * info["leaf_bytes"] + info["inner_slots"] * info["inner_bytes"]
-            + info["lo_slots"] * info["lo_bytes"] + info["count_slots"] * info["count_bytes"])
+            + info["lo_slots"] * info["lo_bytes"] + info["weight_slots"] * info["weight_bytes"])
     return tree / max(info["n_keys"], 1)
 
 
