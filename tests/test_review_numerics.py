@@ -133,7 +133,7 @@ def test_bounds_arguments_name_the_bad_value(call, match):
     ({"max_size": 10**30}, "max_size must be an integer from 2 to 2\\*\\*53, got 1000"),
     ({"confidence": 1e-300}, "confidence must be at least 2\\*\\*-53"),
     ({"multiple": 10**400}, "multiple must be a number > 1"),
-    ({"fn_cost": 5e-324, "fp_cost": 5e-324}, "or underflows"),
+    ({"fn_cost": 5e-324, "fp_cost": 5e-324}, "fn_cost must be at least 2\\*\\*-960"),
 ])
 def test_planner_arguments_name_the_bad_value(kw, match):
     args = {"fpr": 0.2, "fnr": 0.1, "class_prior": 0.3, "fn_cost": 5, "fp_cost": 1, "multiple": 1.2, **kw}

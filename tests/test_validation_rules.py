@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from thors_stream import StreamingThors, thors_threshold
-from thors_stream._validation import MAX_WEIGHTED_COST
+from thors_stream._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST
 from thors_stream.costs import resolve_costs
 
 
@@ -163,9 +163,11 @@ def test_scalar_and_array_validators_apply_one_rule(v):
         assert outcome(check_weight, v) == want
         for c in containers:
             assert outcome(check_weights, c, len(c)) == want, c
-    # the costs and class_prior follow the same rule
-    assert outcome(resolve_costs, v, 1.0) in ({want} if want != "ok" else {"ok"})
-    assert outcome(resolve_costs, None, None, [[0, v], [1, 0]]) == want
+    # the costs and class_prior follow the same rule, but a cost must also be at least
+    # 2**-960 (MIN_WEIGHTED_COST), which a valid score or weight need not be
+    cost_want = ValueError if want == "ok" and 0 < float(v) < MIN_WEIGHTED_COST else want
+    assert outcome(resolve_costs, v, 1.0) == cost_want
+    assert outcome(resolve_costs, None, None, [[0, v], [1, 0]]) == cost_want
 
 
 @pytest.mark.parametrize("arr", [np.array(["0.5", "0.7"]), np.array([b"0.5", b"1"]), np.array([True, False]),
@@ -306,11 +308,15 @@ def test_weights_costs_and_their_products_are_capped_at_max_weighted_cost():
     assert np.isfinite(curve).all() and math.isfinite(r.cost) and r.cost == curve.min()
     r = thors_threshold(s, y, sample_weight=ws, fn_cost=2.0**500, fp_cost=2.0**500, class_prior=0.9)
     assert math.isfinite(r.cost)
-    # subnormal weights allowed: equal weights give the unweighted answer exactly
+    # a subnormal weight is allowed when the costs lift its products to 2**-960 (equal
+    # weights then give the unweighted answer exactly), refused otherwise
     tiny = 5e-324
-    r = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], sample_weight=[tiny] * 4, fn_cost=3, fp_cost=1)
-    u = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], fn_cost=3, fp_cost=1)
+    r = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], sample_weight=[tiny] * 4, fn_cost=2.0**120,
+                        fp_cost=2.0**115)
+    u = thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], fn_cost=2.0**120, fp_cost=2.0**115)
     assert r.threshold == u.threshold and r.cost == u.cost * tiny
+    with pytest.raises(ValueError, match=r"sample_weight 5e-324 at position 0 times the cost 1\.0 is below 2\*\*-960"):
+        thors_threshold([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1], sample_weight=[tiny] * 4, fn_cost=3, fp_cost=1)
 
 
 def test_class_prior_rescaling_with_tiny_totals_is_refused_or_right():
@@ -323,8 +329,8 @@ def test_class_prior_rescaling_with_tiny_totals_is_refused_or_right():
         class_coefficients(1.0, 1.0, n0=1e-323, n1=1.0, class_prior=0.5)
     for fn in (thors_threshold, cost_curve):
         with pytest.raises(ValueError, match=r"class_prior=0\.5 cannot rescale the negatives.*n0=1e-323"):
-            fn([0.1, 0.2, 0.3], [0, 1, 0], sample_weight=[5e-324, 1.0, 5e-324], class_prior=0.5, fn_cost=1,
-               fp_cost=1)
+            fn([0.1, 0.2, 0.3], [0, 1, 0], sample_weight=[5e-324, 1.0, 5e-324], class_prior=0.5, fn_cost=2.0**120,
+               fp_cost=2.0**120)
     # representable: all-subnormal totals (3 and 1 units of 2**-1074) rescale like 3 and 1
     u = 2.0**-1074
     a, b = class_coefficients(1.0, 1.0, n0=3 * u, n1=u, class_prior=0.3)
@@ -334,8 +340,8 @@ def test_class_prior_rescaling_with_tiny_totals_is_refused_or_right():
     s, y = [0.1, 0.2, 0.3, 0.4, 0.5], [0, 1, 0, 1, 1]
     ws = np.array([1.0, 2.0, 3.0, 1.0, 5.0])
     big = thors_threshold(s, y, sample_weight=ws, class_prior=0.2, fn_cost=4, fp_cost=1)
-    small = thors_threshold(s, y, sample_weight=ws * 2.0**-1000, class_prior=0.2, fn_cost=4, fp_cost=1)
-    assert small.threshold == big.threshold and small.cost == big.cost * 2.0**-1000
+    small = thors_threshold(s, y, sample_weight=ws * 2.0**-900, class_prior=0.2, fn_cost=4, fp_cost=1)
+    assert small.threshold == big.threshold and small.cost == big.cost * 2.0**-900
     # coefficients are finite wherever they are returned
     for n0, n1 in ((1.0, 1e-300), (1e-300, 1.0), (2.0**900, 1.0), (u, u)):
         try:

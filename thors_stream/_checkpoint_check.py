@@ -53,7 +53,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST, MAX_WINDOW, period_cutoff
+from ._validation import MAX_UPDATES, MAX_WEIGHTED_COST, MAX_WINDOW, MIN_WEIGHTED_COST, period_cutoff
 
 __all__ = ["REL_TOL", "StreamSpec", "check_array_table", "check_stream_parts"]
 
@@ -226,15 +226,18 @@ def _counts(a: np.ndarray, name: str, where: str) -> None:
              f"must hold integers in 0..{MAX_COUNT}", where)
 
 
-def _weights(a: np.ndarray, name: str, where: str, cost: float) -> None:
-    """One event's weights: finite, > 0, and within the runtime's limit (``w <= 2**960``
-    and ``w * cost <= 2**960`` for the larger cost), beyond which costs could overflow."""
+def _weights(a: np.ndarray, name: str, where: str, cost: tuple[float, float]) -> None:
+    """One event's weights: finite, > 0, and within the runtime's limits (``w <= 2**960``,
+    ``w * high <= 2**960`` and ``w * low >= 2**-960`` for ``cost = (high, low)``, the
+    larger and the smaller cost), beyond which costs could overflow or lose precision."""
     _require(np.isfinite(a) & (a > 0), a, name, "must hold finite weights > 0", where)
+    high, low = cost
     with np.errstate(over="ignore"):  # an overflow to inf is a refusal
-        fits = (a <= MAX_WEIGHTED_COST) & (a * cost <= MAX_WEIGHTED_COST)
+        fits = (a <= MAX_WEIGHTED_COST) & (a * high <= MAX_WEIGHTED_COST) & (a * low >= MIN_WEIGHTED_COST)
     _require(fits, a, name,
-             f"must hold weights w with w <= 2**960 and w * {cost!r} (the larger cost) <= 2**960 "
-             "(MAX_WEIGHTED_COST), as update accepts", where)
+             f"must hold weights w with w <= 2**960, w * {high!r} (the larger cost) <= 2**960 "
+             f"(MAX_WEIGHTED_COST) and w * {low!r} (the smaller cost) >= 2**-960 (MIN_WEIGHTED_COST), "
+             "as update accepts", where)
 
 
 def _labels(a: np.ndarray, name: str, where: str, cancelled: bool = False) -> None:
@@ -379,7 +382,7 @@ def _check_multiset(keys: np.ndarray, rows_c: tuple[np.ndarray, np.ndarray], row
 
 
 def _check_ledger(arrays: dict[str, Any], keys: np.ndarray, rows_c: tuple[np.ndarray, np.ndarray],
-                  rows_w: tuple[np.ndarray, np.ndarray], legacy: bool, cost: float,
+                  rows_w: tuple[np.ndarray, np.ndarray], legacy: bool, cost: tuple[float, float],
                   where: str) -> list[tuple[float, int, float, int]]:
     """The weight ledger of an unwindowed summary (see the module docstring)."""
     n = keys.shape[0]
@@ -506,6 +509,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
     # each event weighs at most what update accepts, so a score's weight is at most its
     # count times that (up to the rounding of the sum)
     cost = max(kwargs["fn_cost"], kwargs["fp_cost"])
+    costs = (cost, min(kwargs["fn_cost"], kwargs["fp_cost"]))  # (larger, smaller)
     for name, w, c in (("w1", wt1, c1), ("w0", wt0, c0)):
         cap = c * MAX_WEIGHTED_COST * (1 + REL_TOL)
         with np.errstate(over="ignore"):  # an overflow to inf is a refusal
@@ -542,7 +546,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         _finite(lt, "late_t", where)
         _finite(ls, "late_s", where)
         _labels(ly, "late_y", where)
-        _weights(lw, "late_w", where, cost)
+        _weights(lw, "late_w", where, costs)
         _require(lt < last_t, lt, "late_t", f"must be before state.last_t={last_t!r} (late events)", where)
         assert period_s is not None  # timed
         _require(lt > period_cutoff(last_t, period_s), lt, "late_t",
@@ -567,7 +571,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
         qy, qw = _arr(arrays, "queue_y", where, mq), _arr(arrays, "queue_w", where, mq)
         _finite(qs, "queue_s", where)
         _labels(qy, "queue_y", where, cancelled=True)
-        _weights(qw, "queue_w", where, cost)
+        _weights(qw, "queue_w", where, costs)
         queue = (qs, qy, qw)
         if window is not None and mq > window:
             raise _bad(where, "array 'queue_s'", f"queues {mq} records, more than window={window}")
@@ -591,7 +595,7 @@ def check_stream_parts(params: Any, state: Any, arrays: Any, *, where: str = "ch
                         "the expiry queue" + (" with the late events" if timed else ""), where)
         ledger: list[tuple[float, int, float, int]] = []
     else:
-        ledger = _check_ledger(arrays, keys, (c1, c0), (wt1, wt0), legacy, cost, where)
+        ledger = _check_ledger(arrays, keys, (c1, c0), (wt1, wt0), legacy, costs, where)
 
     rows = np.stack([keys, w1, w0, c1, c0]) if n else np.zeros((5, 0))
     late = list(zip(lt.tolist(), lseq.tolist(), ls.tolist(), ly.tolist(), lw.tolist()))

@@ -111,7 +111,7 @@ typedef struct {
     PyObject *slow_update, *slow_revert, *slow_get, *ledger_at;
     PyObject *slow_threshold; /* the locked get() that fast_get hands over to while busy */
     Py_ssize_t limit;   /* count window size (ring 1) */
-    double wmax;        /* largest weight the fast path accepts */
+    double wmax, wmin;  /* largest and smallest weight the fast path accepts */
     long long n_updates;
     int busy;           /* > 0 while a Python method of StreamingThors works on this core */
     unsigned long long version; /* raised by every change of the held multiset */
@@ -1637,7 +1637,7 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     if (w) {
         if (!PyFloat_CheckExact(w)) goto slow;
         wv = PyFloat_AS_DOUBLE(w);
-        if (!(wv > 0.0 && wv <= self->wmax && isfinite(wv))) goto slow;
+        if (!(wv >= self->wmin && wv > 0.0 && wv <= self->wmax && isfinite(wv))) goto slow;
     }
     if (self->ring == 1) {
         if (window_push(self, s, pos, wv, self->limit) < 0) return NULL;
@@ -1686,12 +1686,12 @@ static PyObject *CTree_exit(CTree *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
-/* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold]) */
+/* bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold[, wmin]]) */
 static PyObject *CTree_bind(CTree *self, PyObject *args) {
     PyObject *u, *r, *g, *led, *th = NULL;
     Py_ssize_t limit;
-    double wmax;
-    if (!PyArg_ParseTuple(args, "OOOOnd|O", &u, &r, &g, &led, &limit, &wmax, &th)) return NULL;
+    double wmax, wmin = 0.0;
+    if (!PyArg_ParseTuple(args, "OOOOnd|Od", &u, &r, &g, &led, &limit, &wmax, &th, &wmin)) return NULL;
     if (led != Py_None && !PyDict_Check(led)) { PyErr_SetString(PyExc_TypeError, "ledger_at must be a dict"); return NULL; }
     if (th == Py_None) th = NULL;
     Py_XINCREF(th);
@@ -1701,7 +1701,7 @@ static PyObject *CTree_bind(CTree *self, PyObject *args) {
     Py_XSETREF(self->slow_revert, r);
     Py_XSETREF(self->slow_get, g);
     if (led == Py_None) { Py_CLEAR(self->ledger_at); } else { Py_INCREF(led); Py_XSETREF(self->ledger_at, led); }
-    self->limit = limit; self->wmax = wmax;
+    self->limit = limit; self->wmax = wmax; self->wmin = wmin;
     Py_RETURN_NONE;
 }
 
@@ -2718,7 +2718,7 @@ static PyMethodDef CTree_methods[] = {
     {"enter", (PyCFunction)CTree_enter, METH_NOARGS, "enter(): a Python method works on the core"},
     {"exit", (PyCFunction)CTree_exit, METH_NOARGS, "exit(): it is done"},
     {"bind", (PyCFunction)CTree_bind, METH_VARARGS,
-     "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold])"},
+     "bind(slow_update, slow_revert, slow_get, ledger_at, limit, wmax[, slow_threshold[, wmin]])"},
     {"fast_get", (PyCFunction)CTree_fast_get, METH_NOARGS, "fast_get() -> threshold() (the locked get() while busy)"},
     {"fast_update", (PyCFunction)(void (*)(void))CTree_fast_update, METH_FASTCALL | METH_KEYWORDS,
      "fast_update(score, y, w=1.0, t=None): StreamingThors.update's fast path"},

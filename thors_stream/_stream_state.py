@@ -31,6 +31,7 @@ class StreamState:
     _load: int
     _ring: int
     _wmax: float
+    _wmin: float
     # settings
     window: int | None
     period: Any

@@ -75,7 +75,7 @@ class WindowsPart(StreamState):
         pos = _label(y)
         if w != 1.0 or type(w) is not float:
             w = check_weight(w)
-            if w > self._wmax:
+            if not self._wmin <= w <= self._wmax:
                 check_weighted_costs(w, self.fn_cost, self.fp_cost)
         if self._period_s is None:
             if t is not None:

@@ -36,7 +36,11 @@ non-finite or too-large values a ``ValueError``.
 **Magnitudes**: weights and costs are at most :data:`MAX_WEIGHTED_COST` (2**960), and so
 is every event's ``weight * max(fn_cost, fp_cost)`` (:func:`check_weighted_cost`,
 :func:`check_weighted_costs`). A sum of up to 2**60 such products stays below 2**1020,
-so no total cost is ``inf`` or ``nan``. Subnormal weights and costs are allowed. The
+so no total cost is ``inf`` or ``nan``. At the other end, costs and every event's
+``weight * min(fn_cost, fp_cost)`` are at least :data:`MIN_WEIGHTED_COST` (2**-960): a
+product below the smallest normal float (2**-1022) keeps only the bits above 2**-1074,
+and with costs near 5e-324 the threshold picked was up to 29% costlier than the optimum.
+A weight alone may be subnormal when the costs lift the products above the limit. The
 ``class_prior`` rescaling (:func:`~thors_stream.class_coefficients`) refuses, with a
 ``ValueError``, class totals it cannot turn into finite positive per-unit costs.
 """
@@ -54,6 +58,8 @@ import numpy as np
 
 MAX_WEIGHTED_COST = 2.0**960
 """The largest weight, cost, and weight * cost accepted (sums of up to 2**60 such stay finite)."""
+MIN_WEIGHTED_COST = 2.0**-960
+"""The smallest cost and weight * cost accepted (such products are normal floats, with full precision)."""
 MAX_WINDOW = 2**62
 """The largest count window (the compiled core's ring indices are signed 64-bit)."""
 MAX_UPDATES = 2**63 - 1
@@ -216,9 +222,9 @@ def check_weight(w: Any) -> float:
 
 
 def check_weighted_cost(w: float, fn_cost: float, fp_cost: float, name: str = "weight") -> float:
-    """Return ``w`` if ``w * max(fn_cost, fp_cost) <= MAX_WEIGHTED_COST``, else raise
-    ``ValueError`` naming it. ``w`` and the costs already valid floats. Per event: one
-    multiplication.
+    """Return ``w`` if ``w * max(fn_cost, fp_cost) <= MAX_WEIGHTED_COST`` and
+    ``w * min(fn_cost, fp_cost) >= MIN_WEIGHTED_COST``, else raise ``ValueError`` naming
+    it. ``w`` and the costs already valid floats. Per event: two multiplications.
 
     >>> check_weighted_cost(2.0**900, 2.0**60, 1.0)
     8.452712498170644e+270
@@ -226,18 +232,27 @@ def check_weighted_cost(w: float, fn_cost: float, fp_cost: float, name: str = "w
     Traceback (most recent call last):
     ...
     ValueError: weight 8.452712498170644e+270 times the cost 2.305843009213694e+18 exceeds 2**960 ...
+    >>> check_weighted_cost(1e-300, 1.0, 1.0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: weight 1e-300 times the cost 1.0 is below 2**-960 ...
     """
     cost = fn_cost if fn_cost > fp_cost else fp_cost
-    if w * cost <= MAX_WEIGHTED_COST:
+    low = fp_cost if fn_cost > fp_cost else fn_cost
+    if w * cost <= MAX_WEIGHTED_COST and w * low >= MIN_WEIGHTED_COST:
         return w
+    if w * low < MIN_WEIGHTED_COST:
+        raise ValueError(f"{name} {w!r} times the cost {low!r} is below 2**-960 (MIN_WEIGHTED_COST): the "
+                         "product would lose its precision; express the weights or costs in smaller units")
     raise ValueError(f"{name} {w!r} times the cost {cost!r} exceeds 2**960 (MAX_WEIGHTED_COST): "
                      "the total cost would not be finite")
 
 
 def check_weighted_costs(w: Any, fn_cost: float, fp_cost: float, name: str = "weight") -> None:
     """Refuse weights whose product with the larger cost exceeds :data:`MAX_WEIGHTED_COST`
-    (``w``: a valid float or a float64 array of valid weights, as :func:`check_weights`
-    returns). The same test as :func:`check_weighted_cost` on each element. O(m).
+    or whose product with the smaller cost is below :data:`MIN_WEIGHTED_COST` (``w``: a
+    valid float or a float64 array of valid weights, as :func:`check_weights` returns).
+    The same test as :func:`check_weighted_cost` on each element. O(m).
 
     >>> check_weighted_costs(np.array([1.0, 1e20]), 1e280, 1.0, "ws")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
@@ -252,7 +267,15 @@ def check_weighted_costs(w: Any, fn_cost: float, fp_cost: float, name: str = "we
         check_weighted_cost(float(w), fn_cost, fp_cost, name)
         return
     arr = np.asarray(w, dtype=np.float64)
-    if arr.size == 0 or float(arr.max()) * cost <= MAX_WEIGHTED_COST:
+    if arr.size == 0:
+        return
+    low = fp_cost if fn_cost > fp_cost else fn_cost
+    if float(arr.min()) * low < MIN_WEIGHTED_COST:
+        i = int(np.flatnonzero(arr * low < MIN_WEIGHTED_COST)[0])
+        raise ValueError(f"{name} {arr.flat[i].item()!r} at position {i} times the cost {low!r} is below 2**-960 "
+                         "(MIN_WEIGHTED_COST): the product would lose its precision; express the weights or "
+                         "costs in smaller units")
+    if float(arr.max()) * cost <= MAX_WEIGHTED_COST:
         return
     with np.errstate(over="ignore"):
         i = int(np.flatnonzero(arr * cost > MAX_WEIGHTED_COST)[0])

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._validation import MAX_WEIGHTED_COST, _show, real_number
+from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, _show, real_number
 
 __all__ = ["Costs", "class_coefficients", "resolve_costs"]
 
@@ -59,6 +59,10 @@ class Costs:
                 "cost_matrix has no meaningful threshold: effective costs "
                 f"fn = C(1,0) - C(1,1) = {fn!r} and fp = C(0,1) - C(0,0) = {fp!r} must both be > 0"
             )
+        if fn < MIN_WEIGHTED_COST or fp < MIN_WEIGHTED_COST:
+            raise ValueError(f"cost_matrix effective costs must be at least 2**-960 (MIN_WEIGHTED_COST), got "
+                             f"fn = C(1,0) - C(1,1) = {fn!r} and fp = C(0,1) - C(0,0) = {fp!r}; express the "
+                             "costs in smaller units")
         return cls(fn, fp, (c00, c11))
 
 
@@ -96,11 +100,14 @@ def _matrix_rows(cost_matrix: object) -> list[list[float]]:
 
 
 def _check_cost(name: str, value: object) -> float:
-    """One cost: a real number (``TypeError`` otherwise), finite and in ``(0, 2**960]``
+    """One cost: a real number (``TypeError`` otherwise), finite and in ``[2**-960, 2**960]``
     (``ValueError`` naming it otherwise)."""
     c = real_number(value, name)
     if not c > 0.0:
         raise ValueError(f"{name} must be finite and > 0, got {_show(value)}")
+    if c < MIN_WEIGHTED_COST:
+        raise ValueError(f"{name} must be at least 2**-960 (MIN_WEIGHTED_COST: smaller products lose their "
+                         f"precision), got {_show(value)}; express the costs in smaller units")
     if c > MAX_WEIGHTED_COST:
         raise ValueError(f"{name} must be at most 2**960 (MAX_WEIGHTED_COST, so that total costs stay finite), "
                          f"got {_show(value)}")

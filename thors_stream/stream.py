@@ -30,6 +30,7 @@ from ._validation import (
     MAX_UPDATES,
     MAX_WEIGHTED_COST,
     MAX_WINDOW,
+    MIN_WEIGHTED_COST,
     check_class_prior,
     check_n_updates,
     check_score,
@@ -167,6 +168,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         self._ring = 1 if window is not None else (2 if period is not None else 0)
         self._lock = threading.RLock()
         self._wmax = MAX_WEIGHTED_COST / max(self.fn_cost, self.fp_cost)  # largest weight accepted
+        self._wmin = MIN_WEIGHTED_COST / min(self.fn_cost, self.fp_cost)  # smallest (a bound: see update)
         self._tree = make_core(self.fn_cost, self.fp_cost, self.backend, load, self._ring)
         self._queue = queue_of(self._tree)
         # without a window: the held events of weight != 1, so that revert can verify
@@ -203,9 +205,9 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         if isinstance(core, PyCore):
             return
         # weights beyond the documented limit take the slow path, which refuses them
-        wmax = self._wmax
         core.bind(StreamingThors.update.__get__(self), StreamingThors.revert.__get__(self),
-                  self._np_get_slow, self._ledger._at, self.window or 0, wmax, StreamingThors.get.__get__(self))
+                  self._np_get_slow, self._ledger._at, self.window or 0, self._wmax, StreamingThors.get.__get__(self),
+                  self._wmin)
         # instance attributes shadowing the methods (the same signatures, served in C)
         fast = self.__dict__
         if cls.update is StreamingThors.update and self._period_s is None:
