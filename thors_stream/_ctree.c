@@ -2018,6 +2018,7 @@ nomem:
    changes, two threads, 2 cores): equal costs near n = 5m; at n = 10m leaf by leaf is
    1.5x faster (0.21 against 0.31 us/event), at n = 2.5m the rebuild is 1.3x faster. */
 #define REBUILD_RATIO 6
+static Py_ssize_t rebuild_ratio = REBUILD_RATIO; /* (_set_rebuild_ratio: benchmarks and tests) */
 
 /* Apply per-event (or per-key) changes sorted by key (keys may repeat): small batches
    leaf by leaf (apply_runs), large ones (next to the tree) by merging them into the sorted
@@ -2025,7 +2026,7 @@ nomem:
 static int apply_sorted_impl(CTree *self, const double *k, const double *a1, const double *a0, const double *d1,
                              const double *d0, Py_ssize_t m, int two_threads) {
     Py_ssize_t n = self->n_keys;
-    if (!(m > 64 && m * REBUILD_RATIO > n)) {
+    if (!(m > 64 && m * rebuild_ratio > n)) {
         /* a change whose weight is not its count ends the plain mode (before anything
            changes; a rebuild below decides from its rows instead) */
         for (Py_ssize_t q = 0; q < m && self->plain; q++)
@@ -2928,6 +2929,17 @@ static PyObject *set_batch_threads(PyObject *Py_UNUSED(module), PyObject *arg) {
     return PyLong_FromLong(old);
 }
 
+/* _set_rebuild_ratio(r): benchmarks and tests only; a batch of m changes into a tree of n
+   keys is rebuilt when n < r * m (0: never, a huge r: always). Returns the previous r. */
+static PyObject *set_rebuild_ratio(PyObject *Py_UNUSED(module), PyObject *arg) {
+    Py_ssize_t r = PyLong_AsSsize_t(arg);
+    if (r == -1 && PyErr_Occurred()) return NULL;
+    if (r < 0 || r > ((Py_ssize_t)1 << 40)) { PyErr_SetString(PyExc_ValueError, "ratio must be in 0..2**40"); return NULL; }
+    Py_ssize_t old = rebuild_ratio;
+    rebuild_ratio = r;
+    return PyLong_FromSsize_t(old);
+}
+
 /* _batch_counters() -> (batches applied by two threads, leaf runs they left to the serial
    pass) since the module was loaded; tests only. */
 static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
@@ -2949,6 +2961,8 @@ static PyMethodDef module_methods[] = {
      "_batch_counters() -> (two-thread batches, runs deferred to the serial pass); tests only"},
     {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
      "_set_batch_threads(n): tests only; 1 = every batch in one thread, 2 = large batches in two; returns the old value"},
+    {"_set_rebuild_ratio", (PyCFunction)set_rebuild_ratio, METH_O,
+     "_set_rebuild_ratio(r): benchmarks and tests; rebuild a tree of n keys for m changes when n < r * m; returns the old r"},
     {"_fail_reserve_after", (PyCFunction)set_fail_reserve_after, METH_O,
      "_fail_reserve_after(n): tests only; the n+1-th later reserve() raises MemoryError (-1: never)"},
     {NULL, NULL, 0, NULL},
