@@ -27,8 +27,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from thors_stream import StreamingThors  # noqa: E402
-from thors_stream._backend import available_backends  # noqa: E402
+from thors_stream import StreamingThors
+from thors_stream._backend import available_backends
 
 BATCH = 10_000
 CONFIGS = {"leaf by leaf": 0, "rebuild": 2**40, "r = 16 (before)": 16}
