@@ -53,7 +53,7 @@ def test_rebuild_ratio_refuses_bad_values():
 
     old = _ctree._set_rebuild_ratio(6)
     try:
-        with pytest.raises(ValueError, match="0..2\\*\\*40"):
+        with pytest.raises(ValueError, match=r"0\.\.2\*\*40"):
             _ctree._set_rebuild_ratio(-1)
         assert _ctree._set_rebuild_ratio(6) == 6  # unchanged by the refusal
     finally:
