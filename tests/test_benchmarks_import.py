@@ -31,7 +31,7 @@ def test_benchmark_module_imports(path):
     assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
 
 
-@pytest.mark.parametrize("script", ["stream_throughput.py", "batch_speed.py"])
+@pytest.mark.parametrize("script", ["stream_throughput.py", "batch_speed.py", "batch_crossover.py"])
 def test_quick_mode_runs(script):
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick"], capture_output=True,
                          text=True, timeout=300)
