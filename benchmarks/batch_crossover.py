@@ -31,15 +31,23 @@ from thors_stream import StreamingThors
 from thors_stream._backend import available_backends
 
 BATCH = 10_000
-CONFIGS = {"leaf by leaf": 0, "rebuild": 2**40, "r = 16 (before)": 16}
+BEFORE = "r = 16 (before)"
+NOW = "r = {} (now)"
+
+
+def current_ratio() -> int:
+    from thors_stream import _ctree
+
+    now = _ctree._set_rebuild_ratio(16)  # (the setter returns the previous value)
+    _ctree._set_rebuild_ratio(now)
+    return now
 
 
 def run(windows: list[int], batches: int) -> list[dict[str, float]]:
     from thors_stream import _ctree
 
-    now = _ctree._set_rebuild_ratio(16)  # read the current default
-    _ctree._set_rebuild_ratio(now)
-    configs = {**CONFIGS, f"r = {now} (now)": now}
+    now = current_ratio()
+    configs = {"leaf by leaf": 0, "rebuild": 2**40, BEFORE: 16, NOW.format(now): now}
     rows = []
     rng = np.random.default_rng(0)
     for n in windows:
@@ -81,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     windows = [50_000, 100_000] if args.quick else [50_000, 100_000, 200_000, 300_000, 500_000, 1_000_000]
     rows = run(windows, 4 if args.quick else 20)
     names = [k for k in rows[0] if k != "n"]
+    now = NOW.format(current_ratio())
     print(f"batch_crossover: update_many in {BATCH:,}-event window batches (m = {2 * BATCH:,} changes), "
           f"us/event, median; Python {platform.python_version()} on {platform.machine()}")
     print()
@@ -88,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|" + "---:|" * len(names) + "---:|")
     for r in rows:
         cells = " | ".join(f"{r[k]:.3f}" for k in names)
-        print(f"| {r['n']:,} | {r['n'] / (2 * BATCH):.1f} | {cells} | {r[names[2]] / r[names[3]]:.2f}x |")
+        print(f"| {r['n']:,} | {r['n'] / (2 * BATCH):.1f} | {cells} | {r[BEFORE] / r[now]:.2f}x |")
     return 0
 
 

@@ -201,14 +201,12 @@ static int leave_plain(CTree *t) {
 }
 
 /* Slot i's counts. */
-static inline void get_counts(const CTree *t, const Leaf *L, int32_t i, uint32_t *c1, uint32_t *c0) {
-    (void)t;
+static inline void get_counts(const Leaf *L, int32_t i, uint32_t *c1, uint32_t *c0) {
     *c1 = L->c1[i]; *c0 = L->c0[i];
 }
 
 /* Set slot i's counts. */
-static inline void set_counts(CTree *t, Leaf *L, int32_t i, uint32_t c1, uint32_t c0) {
-    (void)t;
+static inline void set_counts(Leaf *L, int32_t i, uint32_t c1, uint32_t c0) {
     L->c1[i] = c1; L->c0[i] = c0;
 }
 
@@ -800,7 +798,7 @@ static void leaf_split_insert(CTree *t, int32_t leaf, int32_t pos, double key) {
     leaf_open(t, D, p);
     D->key[p] = key;
     set_hi(t, D, p, 0.0, 0.0);
-    set_counts(t, D, p, 0, 0);
+    set_counts(D, p, 0, 0);
     double rsep = R->key[0];
     if (t->height == 0) {
         int32_t root = new_inner(t);
@@ -973,7 +971,7 @@ static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw
     int32_t pos = t->n_keys > PREFETCH_KEYS ? leaf_pos(L, key) : count_below(L, 0, key);
     int exists = pos < L->n && L->key[pos] == key;
     uint32_t o1 = 0, o0 = 0;
-    if (exists) get_counts(t, L, pos, &o1, &o0);
+    if (exists) get_counts(L, pos, &o1, &o0);
     int64_t n1 = (int64_t)o1 + dc1, n0 = (int64_t)o0 + dc0;
     if (n1 < 0 || n0 < 0) {
         key_error(key);
@@ -1004,7 +1002,7 @@ static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw
             leaf_open(t, L, pos);
             L->key[pos] = key;
             set_hi(t, L, pos, 0.0, 0.0);
-            set_counts(t, L, pos, 0, 0);
+            set_counts(L, pos, 0, 0);
         }
         t->n_keys++;
     }
@@ -1020,7 +1018,7 @@ static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw
     if (n1 == 0) { h1 = 0.0; l1 = 0.0; } else if (dw1 != 0.0) dd_add(&h1, &l1, dw1);
     if (n0 == 0) { h0 = 0.0; l0 = 0.0; } else if (dw0 != 0.0) dd_add(&h0, &l0, dw0);
     set_hi(t, L, pos, h1, h0);
-    set_counts(t, L, pos, (uint32_t)n1, (uint32_t)n0);
+    set_counts(L, pos, (uint32_t)n1, (uint32_t)n0);
     leaf_lo_set(t, L, pos, l1, l0);
     settle_leaf(t, L);
     return 0;
@@ -1076,7 +1074,7 @@ static inline int key_state(CTree *t, Leaf *L, const double *k, const double *a1
     *s = (KeyState){0.0, 0.0, 0.0, 0.0, 0, 0};
     if (*exists) {
         uint32_t o1, o0;
-        get_counts(t, L, *pos, &o1, &o0);
+        get_counts(L, *pos, &o1, &o0);
         get_hi(t, L, *pos, &s->h1, &s->h0);
         s->c1 = o1; s->c0 = o0;
         leaf_lo_get(t, L, *pos, &s->l1, &s->l0);
@@ -1087,7 +1085,7 @@ static inline int key_state(CTree *t, Leaf *L, const double *k, const double *a1
 /* Store state s in the (existing) slot pos of L; a new lo block needs reserved space. */
 static inline void slot_write(CTree *t, Leaf *L, int32_t pos, const KeyState *s) {
     set_hi(t, L, pos, s->h1, s->h0);
-    set_counts(t, L, pos, (uint32_t)s->c1, (uint32_t)s->c0);
+    set_counts(L, pos, (uint32_t)s->c1, (uint32_t)s->c0);
     leaf_lo_set(t, L, pos, s->l1, s->l0);
 }
 
@@ -1740,7 +1738,7 @@ static PyObject *CTree_held_at(CTree *self, PyObject *arg) {
     if (pos < L->n && L->key[pos] == key) {
         uint32_t c1, c0;
         double h1, h0;
-        get_counts(self, L, pos, &c1, &c0);
+        get_counts(L, pos, &c1, &c0);
         get_hi(self, L, pos, &h1, &h0);
         return Py_BuildValue("(ddII)", h1, h0, (unsigned int)c1, (unsigned int)c0);
     }
@@ -1880,7 +1878,7 @@ static PyObject *CTree_export(CTree *self, PyObject *Py_UNUSED(ignored)) {
             out[q] = L->key[i];
             get_hi(self, L, i, &out[n + q], &out[2 * n + q]);
             uint32_t c1, c0;
-            get_counts(self, L, i, &c1, &c0);
+            get_counts(L, i, &c1, &c0);
             out[3 * n + q] = c1; out[4 * n + q] = c0;
         }
     }
@@ -1973,7 +1971,7 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
         for (Py_ssize_t i = 0; i < cnt; i++, q++) {
             L->key[i] = k[q];
             set_hi(t, L, i, h1[q], h0[q]);
-            set_counts(t, L, i, (uint32_t)c1[q], (uint32_t)c0[q]);
+            set_counts(L, i, (uint32_t)c1[q], (uint32_t)c0[q]);
             if (l1[q] != 0.0 || l0[q] != 0.0) {
                 if (L->lo == NIL) L->lo = new_lo(t);
                 t->los[L->lo].w1[i] = l1[q]; t->los[L->lo].w0[i] = l0[q];
@@ -2054,7 +2052,7 @@ static int apply_sorted_impl(CTree *self, const double *k, const double *a1, con
         if (have_tree && tk == key) {
             Leaf *L = &self->leaves[leaf];
             uint32_t o1, o0;
-            get_counts(self, L, i, &o1, &o0);
+            get_counts(L, i, &o1, &o0);
             get_hi(self, L, i, &h1, &h0);
             c1 = o1; c0 = o0;
             leaf_lo_get(self, L, i, &l1, &l0);
@@ -2338,7 +2336,7 @@ static PyObject *CTree_totals_upto(CTree *self, PyObject *arg) {
     for (int32_t i = 0; i < L->n && L->key[i] <= key; i++) {
         uint32_t c1, c0;
         double h1, h0;
-        get_counts(self, L, i, &c1, &c0);
+        get_counts(L, i, &c1, &c0);
         get_hi(self, L, i, &h1, &h0);
         acc[0] += h1; acc[1] += h0; acc[2] += c1; acc[3] += c0;
     }
@@ -2406,7 +2404,7 @@ static double kth(CTree *self, int cls, double k) {
     Leaf *L = &self->leaves[node];
     for (int32_t i = 0; i < L->n; i++) {
         uint32_t c1, c0;
-        get_counts(self, L, i, &c1, &c0);
+        get_counts(L, i, &c1, &c0);
         acc += cls ? c1 : c0;
         if (acc >= k) return L->key[i];
     }
@@ -2627,7 +2625,7 @@ static int check_node(CTree *t, int32_t node, int level, double lo, double hi, i
             if (i && !(L->key[i - 1] < L->key[i])) return -3;
             uint32_t c1, c0;
             double h1, h0;
-            get_counts(t, L, i, &c1, &c0);
+            get_counts(L, i, &c1, &c0);
             get_hi(t, L, i, &h1, &h0);
             if (c1 + (uint64_t)c0 == 0) return -4;
             if ((c1 == 0 && h1 != 0.0) || (c0 == 0 && h0 != 0.0)) return -5;

@@ -32,7 +32,7 @@ from ._ledger import WeightLedger
 from ._queue import CANCELLED
 from ._stream_lock import _locked
 from ._stream_state import StreamState
-from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST
+from ._validation import weight_range
 
 __all__ = ["StorePart"]
 
@@ -94,8 +94,7 @@ class StorePart(StreamState):
         n_updates = state.pop("n_updates", 0)
         self.__dict__.update(state)
         self._lock = threading.RLock()
-        self._wmax = MAX_WEIGHTED_COST / max(self.fn_cost, self.fp_cost)
-        self._wmin = MIN_WEIGHTED_COST / min(self.fn_cost, self.fp_cost)
+        self._wmin, self._wmax = weight_range(self.fn_cost, self.fp_cost)
         self._np_mode = self.max_fpr is not None or self.max_fnr is not None
         self._plain = not self._np_mode and self.class_prior is None
         self._ring = 1 if self.window is not None else (2 if self._period_s is not None else 0)

@@ -241,11 +241,28 @@ def check_weighted_cost(w: float, fn_cost: float, fp_cost: float, name: str = "w
     low = fp_cost if fn_cost > fp_cost else fn_cost
     if w * cost <= MAX_WEIGHTED_COST and w * low >= MIN_WEIGHTED_COST:
         return w
-    if w * low < MIN_WEIGHTED_COST:
-        raise ValueError(f"{name} {w!r} times the cost {low!r} is below 2**-960 (MIN_WEIGHTED_COST): the "
-                         "product would lose its precision; express the weights or costs in smaller units")
-    raise ValueError(f"{name} {w!r} times the cost {cost!r} exceeds 2**960 (MAX_WEIGHTED_COST): "
-                     "the total cost would not be finite")
+    raise _product_error(name, w, low if w * low < MIN_WEIGHTED_COST else cost, "")
+
+
+def weight_range(fn_cost: float, fp_cost: float) -> tuple[float, float]:
+    """``(wmin, wmax)``: the weights :func:`check_weighted_cost` accepts for these (valid)
+    costs lie within them, up to the rounding of the two divisions, so a weight inside
+    needs no further check on a per-event fast path and one outside is checked exactly.
+
+    >>> weight_range(4.0, 1.0) == (2.0**-960, 2.0**958)
+    True
+    """
+    return MIN_WEIGHTED_COST / min(fn_cost, fp_cost), MAX_WEIGHTED_COST / max(fn_cost, fp_cost)
+
+
+def _product_error(name: str, w: float, cost: float, where: str) -> ValueError:
+    """The error for a weight ``w`` (``where``: e.g. `` at position 3``) whose product with
+    ``cost`` leaves [MIN_WEIGHTED_COST, MAX_WEIGHTED_COST] (below when ``w * cost`` is small)."""
+    if w * cost < MIN_WEIGHTED_COST:
+        return ValueError(f"{name} {w!r}{where} times the cost {cost!r} is below 2**-960 (MIN_WEIGHTED_COST): the "
+                          "product would lose its precision; express the weights or costs in smaller units")
+    return ValueError(f"{name} {w!r}{where} times the cost {cost!r} exceeds 2**960 (MAX_WEIGHTED_COST): "
+                      "the total cost would not be finite")
 
 
 def check_weighted_costs(w: Any, fn_cost: float, fp_cost: float, name: str = "weight") -> None:
@@ -272,15 +289,12 @@ def check_weighted_costs(w: Any, fn_cost: float, fp_cost: float, name: str = "we
     low = fp_cost if fn_cost > fp_cost else fn_cost
     if float(arr.min()) * low < MIN_WEIGHTED_COST:
         i = int(np.flatnonzero(arr * low < MIN_WEIGHTED_COST)[0])
-        raise ValueError(f"{name} {arr.flat[i].item()!r} at position {i} times the cost {low!r} is below 2**-960 "
-                         "(MIN_WEIGHTED_COST): the product would lose its precision; express the weights or "
-                         "costs in smaller units")
+        raise _product_error(name, arr.flat[i].item(), low, f" at position {i}")
     if float(arr.max()) * cost <= MAX_WEIGHTED_COST:
         return
     with np.errstate(over="ignore"):
         i = int(np.flatnonzero(arr * cost > MAX_WEIGHTED_COST)[0])
-    raise ValueError(f"{name} {arr.flat[i].item()!r} at position {i} times the cost {cost!r} exceeds 2**960 "
-                     "(MAX_WEIGHTED_COST): the total cost would not be finite")
+    raise _product_error(name, arr.flat[i].item(), cost, f" at position {i}")
 
 
 def check_n_updates(value: Any) -> int:

@@ -28,13 +28,12 @@ from ._stream_store import StorePart
 from ._stream_windows import WindowsPart
 from ._validation import (
     MAX_UPDATES,
-    MAX_WEIGHTED_COST,
     MAX_WINDOW,
-    MIN_WEIGHTED_COST,
     check_class_prior,
     check_n_updates,
     check_score,
     check_time,
+    weight_range,
 )
 from .costs import class_coefficients, resolve_costs
 from .neyman_pearson import NPInfeasibleError, check_np_params
@@ -167,8 +166,7 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
         self.backend = resolve_backend(backend)
         self._ring = 1 if window is not None else (2 if period is not None else 0)
         self._lock = threading.RLock()
-        self._wmax = MAX_WEIGHTED_COST / max(self.fn_cost, self.fp_cost)  # largest weight accepted
-        self._wmin = MIN_WEIGHTED_COST / min(self.fn_cost, self.fp_cost)  # smallest (a bound: see update)
+        self._wmin, self._wmax = weight_range(self.fn_cost, self.fp_cost)  # weights taken without a check
         self._tree = make_core(self.fn_cost, self.fp_cost, self.backend, load, self._ring)
         self._queue = queue_of(self._tree)
         # without a window: the held events of weight != 1, so that revert can verify
