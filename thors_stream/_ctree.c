@@ -348,7 +348,84 @@ static inline void dd_add(double *hi, double *lo, double w) {
     g->sum = off; g->minp = gbest; g->argk = gbi >= 0 ? L->key[gbi] : NAN;                 \
     g->w1 = ((W1[0] + W1[1]) + W1[2]) + W1[3]; g->w0 = ((W0[0] + W0[1]) + W0[2]) + W0[3];
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_AGG 1
+/* 1: plain leaves are aggregated with AVX2 (set at import when the CPU has it;
+   _set_simd turns it off for tests) */
+static int simd_agg = 0;
+
+/* leaf_agg of a plain leaf with AVX2, or 0 (nothing written) when a count is >= 2**31 (the
+   conversion is signed; the scalar body takes those). The four quarters are the four lanes
+   of one vector, and each lane does the scalar body's operations in its order (a masked
+   slot adds +0.0, as the scalar body does), so the aggregate is the scalar one bit for
+   bit (tests/test_simd_agg.py compares them). Loads: the counts of each quarter as one
+   unaligned 8-slot row (c * qs + 7 <= 31: inside the leaf), transposed in registers. */
+__attribute__((target("avx2")))
+static int leaf_agg_plain_avx2(const CTree *t, const Leaf *L, Agg *g) {
+    int32_t n = L->n, qs = (n + 3) >> 2;
+    __m256i r1[4], r0[4];
+    __m256i any = _mm256_setzero_si256();
+    for (int c = 0; c < 4; c++) {
+        r1[c] = _mm256_loadu_si256((const __m256i *)(L->c1 + c * qs));
+        r0[c] = _mm256_loadu_si256((const __m256i *)(L->c0 + c * qs));
+    }
+    /* slots past n are masked out below; only the ones inside may not be >= 2**31 */
+    for (int c = 0; c < 4; c++) any = _mm256_or_si256(any, _mm256_or_si256(r1[c], r0[c]));
+    if (_mm256_movemask_ps(_mm256_castsi256_ps(any))) {
+        for (int32_t i = 0; i < n; i++) if ((L->c1[i] | L->c0[i]) >> 31) return 0;
+    }
+    __m128i x1[8], x0[8];
+#define TRANSPOSE(R, X) do {                                                     \
+        __m256i t0 = _mm256_unpacklo_epi32(R[0], R[1]), t1 = _mm256_unpackhi_epi32(R[0], R[1]); \
+        __m256i t2 = _mm256_unpacklo_epi32(R[2], R[3]), t3 = _mm256_unpackhi_epi32(R[2], R[3]); \
+        __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);         \
+        __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);         \
+        X[0] = _mm256_castsi256_si128(u0); X[4] = _mm256_extracti128_si256(u0, 1);              \
+        X[1] = _mm256_castsi256_si128(u1); X[5] = _mm256_extracti128_si256(u1, 1);              \
+        X[2] = _mm256_castsi256_si128(u2); X[6] = _mm256_extracti128_si256(u2, 1);              \
+        X[3] = _mm256_castsi256_si128(u3); X[7] = _mm256_extracti128_si256(u3, 1);              \
+    } while (0)
+    TRANSPOSE(r1, x1);
+    TRANSPOSE(r0, x0);
+#undef TRANSPOSE
+    __m256d a = _mm256_set1_pd(t->a), b = _mm256_set1_pd(t->b), nn = _mm256_set1_pd((double)n);
+    __m256d acc = _mm256_setzero_pd(), best = _mm256_set1_pd(INFINITY), bi = _mm256_set1_pd(-1.0);
+    __m256d W1 = _mm256_setzero_pd(), W0 = _mm256_setzero_pd();
+    __m256d idx = _mm256_setr_pd(0.0, (double)qs, 2.0 * qs, 3.0 * qs), one = _mm256_set1_pd(1.0);
+    for (int32_t j = 0; j < qs; j++) {
+        __m256d in = _mm256_cmp_pd(idx, nn, _CMP_LT_OQ);
+        __m256d v1 = _mm256_and_pd(_mm256_cvtepi32_pd(x1[j]), in), v0 = _mm256_and_pd(_mm256_cvtepi32_pd(x0[j]), in);
+        acc = _mm256_add_pd(acc, _mm256_sub_pd(_mm256_mul_pd(a, v1), _mm256_mul_pd(b, v0)));
+        __m256d lt = _mm256_and_pd(in, _mm256_cmp_pd(acc, best, _CMP_LT_OQ));
+        best = _mm256_blendv_pd(best, acc, lt);
+        bi = _mm256_blendv_pd(bi, idx, lt);
+        W1 = _mm256_add_pd(W1, v1); W0 = _mm256_add_pd(W0, v0);
+        idx = _mm256_add_pd(idx, one);
+    }
+    double A[4], B[4], I[4], S1[4], S0[4];
+    _mm256_storeu_pd(A, acc); _mm256_storeu_pd(B, best); _mm256_storeu_pd(I, bi);
+    _mm256_storeu_pd(S1, W1); _mm256_storeu_pd(S0, W0);
+    double off = 0.0, gbest = INFINITY;
+    int32_t gbi = -1;
+    for (int c = 0; c < 4; c++) {
+        if (I[c] >= 0.0) {
+            double p = off + B[c];
+            if (p < gbest) { gbest = p; gbi = (int32_t)I[c]; }
+        }
+        off += A[c];
+    }
+    g->sum = off; g->minp = gbest; g->argk = gbi >= 0 ? L->key[gbi] : NAN;
+    g->w1 = ((S1[0] + S1[1]) + S1[2]) + S1[3]; g->w0 = ((S0[0] + S0[1]) + S0[2]) + S0[3];
+    g->c1 = g->w1; g->c0 = g->w0;
+    return 1;
+}
+#endif
+
 static void leaf_agg(CTree *t, Leaf *L, Agg *g) {
+#ifdef HAVE_AVX2_AGG
+    if (t->plain && simd_agg && leaf_agg_plain_avx2(t, L, g)) return;
+#endif
     if (t->plain) { /* the weights are the counts: integers, so these sums are exact */
         LEAF_AGG_BODY(L->c1, L->c0)
         g->c1 = g->w1; g->c0 = g->w0;
@@ -362,12 +439,14 @@ static void leaf_agg(CTree *t, Leaf *L, Agg *g) {
 }
 #undef LEAF_AGG_BODY
 
-static void inner_agg(Inner *N, Agg *g) {
+static void inner_agg(Inner *N, Agg *g, int plain) {
     /* As leaf_agg, in two halves rather than four (four need more registers than x86-64
        has; measured slower, as was a separate pass for the class totals): the children in
        two consecutive halves summed side by side, the running minimum selected rather than
        branched on (a branch on it mispredicted about once a call), then joined in key
-       order. Every sum formed is a sum of consecutive children's sums. */
+       order. Every sum formed is a sum of consecutive children's sums. In a plain tree the
+       class counts are the weights (the same sums, see leaf_agg): they are copied, not
+       summed again. (Measured: SSE2 lanes for the two halves were 2% slower.) */
     int32_t n = N->n, h = (n + 1) >> 1;
     double acc[2] = {0.0, 0.0}, best[2] = {INFINITY, INFINITY};
     double W1[2] = {0.0, 0.0}, W0[2] = {0.0, 0.0}, C1[2] = {0.0, 0.0}, C0[2] = {0.0, 0.0};
@@ -382,7 +461,8 @@ static void inner_agg(Inner *N, Agg *g) {
             best[c] = lt ? p : best[c];
             bi[c] = lt ? i : bi[c];
             acc[c] += a->sum;
-            W1[c] += a->w1; W0[c] += a->w0; C1[c] += a->c1; C0[c] += a->c0;
+            W1[c] += a->w1; W0[c] += a->w0;
+            if (!plain) { C1[c] += a->c1; C0[c] += a->c0; }
         }
     /* the second half's minimum wins only when strictly lower (ties: the lower key) */
     double p1 = acc[0] + best[1];
@@ -390,7 +470,8 @@ static void inner_agg(Inner *N, Agg *g) {
     g->minp = second ? p1 : best[0];
     g->argk = second ? N->agg[bi[1]].argk : (bi[0] >= 0 ? N->agg[bi[0]].argk : NAN);
     g->sum = acc[0] + acc[1];
-    g->w1 = W1[0] + W1[1]; g->w0 = W0[0] + W0[1]; g->c1 = C1[0] + C1[1]; g->c0 = C0[0] + C0[1];
+    g->w1 = W1[0] + W1[1]; g->w0 = W0[0] + W0[1];
+    if (plain) { g->c1 = g->w1; g->c0 = g->w0; } else { g->c1 = C1[0] + C1[1]; g->c0 = C0[0] + C0[1]; }
 }
 
 #define BIT(i) ((uint64_t)1 << (i))
@@ -461,7 +542,7 @@ static void refresh(CTree *t, int32_t node, int level, Agg *out) {
         }
     }
     N->mask = 0;
-    inner_agg(N, out);
+    inner_agg(N, out, t->plain);
 }
 
 static inline void clean(CTree *t) {
@@ -2613,6 +2694,12 @@ static PyObject *CTree_nbytes(CTree *self, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(b);
 }
 
+/* Two aggregates are the same, field by field (NaN argk: both NaN). */
+static int agg_equal(const Agg *e, const Agg *g) {
+    return e->sum == g->sum && e->minp == g->minp && e->w1 == g->w1 && e->w0 == g->w0 && e->c1 == g->c1 &&
+           e->c0 == g->c0 && (e->argk == g->argk || (e->argk != e->argk && g->argk != g->argk));
+}
+
 /* check() -> None: verify every structural invariant (tests); raises AssertionError. O(n). */
 static int check_node(CTree *t, int32_t node, int level, double lo, double hi, int is_root, Agg *out, Py_ssize_t *keys) {
     if (level == 0) {
@@ -2652,11 +2739,9 @@ static int check_node(CTree *t, int32_t node, int level, double lo, double hi, i
         if (r < 0) return r;
         N = &t->inners[node];
         Agg *e = &N->agg[i];
-        if (!(e->sum == g.sum && e->c1 == g.c1 && e->c0 == g.c0 &&
-                           (e->minp == g.minp) && (e->argk == g.argk || (e->argk != e->argk && g.argk != g.argk))))
-            return -9;
+        if (!agg_equal(e, &g)) return -9;
     }
-    inner_agg(N, out);
+    inner_agg(N, out, t->plain);
     return 0;
 }
 
@@ -2665,6 +2750,8 @@ static PyObject *CTree_check(CTree *self, PyObject *Py_UNUSED(ignored)) {
     Agg g;
     Py_ssize_t keys[2] = {0, 0};
     int r = check_node(self, self->root, self->height, -INFINITY, INFINITY, 1, &g, keys);
+    /* the root's aggregate as stored (read only while the tree holds keys) */
+    if (r == 0 && self->n_keys && !agg_equal(&self->top, &g)) r = -14;
     if (r == 0 && keys[0] != self->n_keys) r = -10;
     if (r == 0 && keys[1] > 2) r = -11;
     if (r == 0 && !self->plain && self->wcap < self->lused) r = -13; /* a leaf in use without weights */
@@ -2938,6 +3025,20 @@ static PyObject *set_rebuild_ratio(PyObject *Py_UNUSED(module), PyObject *arg) {
     return PyLong_FromSsize_t(old);
 }
 
+/* _set_simd(on) -> the previous setting: tests only; 0 aggregates plain leaves with the
+   scalar body, 1 with AVX2 where the CPU has it (elsewhere the setting stays 0). */
+static PyObject *set_simd(PyObject *Py_UNUSED(module), PyObject *arg) {
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+#ifdef HAVE_AVX2_AGG
+    int old = simd_agg;
+    simd_agg = on && __builtin_cpu_supports("avx2");
+    return PyBool_FromLong(old);
+#else
+    return PyBool_FromLong(0);
+#endif
+}
+
 /* _batch_counters() -> (batches applied by two threads, leaf runs they left to the serial
    pass) since the module was loaded; tests only. */
 static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
@@ -2955,6 +3056,7 @@ static PyObject *set_fail_reserve_after(PyObject *Py_UNUSED(module), PyObject *a
 static PyMethodDef module_methods[] = {
     {"selector_step", (PyCFunction)(void (*)(void))selector_step, METH_FASTCALL,
      "selector_step(fixed, score, is_pos, w) -> threshold"},
+    {"_set_simd", (PyCFunction)set_simd, METH_O, "_set_simd(on) -> previous; tests only"},
     {"_batch_counters", (PyCFunction)batch_counters, METH_NOARGS,
      "_batch_counters() -> (two-thread batches, runs deferred to the serial pass); tests only"},
     {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
@@ -2972,6 +3074,10 @@ static struct PyModuleDef ctree_module = {
 };
 
 PyMODINIT_FUNC PyInit__ctree(void) {
+#ifdef HAVE_AVX2_AGG
+    __builtin_cpu_init();
+    simd_agg = __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
     if (PyType_Ready(&CTreeType) < 0) return NULL;
     PyObject *m = PyModule_Create(&ctree_module);
     if (!m) return NULL;
