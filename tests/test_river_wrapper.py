@@ -532,6 +532,7 @@ def test_benchmark_quick(capsys):
     out = capsys.readouterr().out
     assert status == 0  # without --check the exit status never depends on timings
     assert "ThorsClassifier(StandardScaler | LogisticRegression)" in out and "overhead of" in out
+    assert "The thresholding alone" in out and "(replayed, best passes)" in out
 
 
 def test_cost_of_the_wrapper_in_progressive_val_score_matches_a_manual_loop():
