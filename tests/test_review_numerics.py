@@ -3,7 +3,9 @@
 
 import decimal
 import math
+import re
 
+import numpy as np
 import pytest
 
 from thors_stream import StreamingThors, thors_threshold
@@ -66,6 +68,58 @@ def test_multiclass_inputs_follow_the_package_rules(fit, kw, exc, match):
     args = {"scores": [[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]], "y": [0, 1, 0], "cost_matrix": [[0, 1], [1, 0]], **kw}
     with pytest.raises(exc, match=match):
         fit(**args)
+
+
+S3 = [[0.6, 0.3, 0.1], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6], [0.1, 0.1, 0.8]]
+
+
+@pytest.mark.parametrize("fit", [fit_sequential, fit_exact])
+@pytest.mark.parametrize("kw,match", [
+    # three classes: fit_exact's last stages are swept through a StreamingThors (its own
+    # error used to name an internal array, "ws")
+    ({"cost_matrix": [[0, 1e300, 1], [1e300, 0, 1], [1, 1e300, 0]]},
+     r"event \d's stake .* is 1e\+300, beyond 2\*\*960 \(MAX_WEIGHTED_COST\)"),
+    # a stake below 2**-960 used to reach binary THORS as a weight and be refused under an
+    # internal name, or (fit_exact) not at all
+    ({"sample_weight": [1, 2.0**-1000, 1, 1]},
+     r"event 1's stake .* \(weight 9\.33\d+e-302 times -?1\.0\), below 2\*\*-960 \(MIN_WEIGHTED_COST\)"),
+    ({"sample_weight": [1, 1, 1, 2.0**-1000]},
+     r"event 3's stake .* below 2\*\*-960 \(MIN_WEIGHTED_COST\)"),
+])
+def test_multiclass_stakes_outside_the_limits_name_the_event(fit, kw, match):
+    """Both limits, both fits, three classes; the event is numbered as the caller numbered it
+    (the third case reaches only later stages, on a subset of the events)."""
+    args = {"scores": S3, "y": [0, 1, 2, 2], "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]],
+            "order": [0, 1, 2], **kw}
+    with pytest.raises(ValueError, match=match):
+        fit(**args)
+
+
+@pytest.mark.parametrize("C,where", [
+    ([[2**53 + 1, 2**53], [1, 0]], "[0][0]"),  # both round to 2**53: their difference would be 0, not 1
+    (np.array([[0, 1], [-(2**60) - 1, 0]], dtype=np.int64), "[1][0]"),
+    (np.array([[0, 2**64 - 1], [1, 0]], dtype=np.uint64), "[0][1]"),
+    ([[0, 10**30 + 1], [1, 0]], "[0][1]"),  # a Python int beyond int64
+])
+def test_multiclass_integer_costs_must_be_exact(C, where):
+    """Integer costs are differenced: one that float64 cannot hold exactly is refused, named."""
+    for fit in (fit_sequential, fit_exact):
+        pattern = rf"cost_matrix entry -?\d+ at {re.escape(where)} is not exactly a float64"
+        with pytest.raises(ValueError, match=pattern):
+            fit([[0.9, 0.1], [0.2, 0.8]], [0, 1], C)
+    # exactly representable integers, however large, are taken
+    fit_exact([[0.9, 0.1], [0.2, 0.8]], [0, 1], [[0, 2**60], [2**53, 0]])
+
+
+def test_multiclass_stake_limit_is_inclusive():
+    """A stake of exactly 2**-960 is taken, the next float below it is refused (both fits)."""
+    import math
+
+    C = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
+    for fit in (fit_sequential, fit_exact):
+        fit(S3, [0, 1, 2, 2], C, order=[0, 1, 2], sample_weight=[1, 2.0**-960, 1, 1])
+        with pytest.raises(ValueError, match="event 1's stake"):
+            fit(S3, [0, 1, 2, 2], C, order=[0, 1, 2], sample_weight=[1, math.nextafter(2.0**-960, 0), 1, 1])
 
 
 # ---------------------------------------------------------------- Parquet

@@ -45,6 +45,10 @@
 #define LCAP 32
 #define ICAP 32
 _Static_assert(LCAP % 4 == 0 && LCAP <= 64, "leaf_agg reads four quarters of 4 * ceil(n / 4) <= LCAP slots");
+/* the AVX2 leaf aggregate reads one row of 8 slots per quarter: right for LCAP <= 32 only
+   (tried with 64 on 2026-11-25: leaves of more than 32 keys read past its 8 transposed rows,
+   and check() and tests/test_simd_agg.py failed) */
+_Static_assert(LCAP <= 32, "leaf_agg_plain_avx2 reads one row of 8 slots per quarter");
 #define LMIN 10
 #define IMIN 10 /* a non-root inner node holds >= IMIN children */
 #define MAXH 24 /* height bound (far above what 2**31 keys need) */

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import MAX_WEIGHTED_COST, check_scores, check_weights
+from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, check_scores, check_weights
 from .batch import thors_threshold
 from .stream import StreamingThors
 
@@ -88,7 +88,8 @@ def check_cost_matrix(cost_matrix: Any, m: int | None = None) -> np.ndarray:
     """Return ``cost_matrix`` as a finite float (m, m) array with m >= 2, or raise.
 
     ``C[i][j]`` is the cost of predicting ``j`` for an event of true class ``i``. Entries may be
-    any finite reals (negative = a benefit). O(m^2).
+    any finite reals (negative = a benefit); an integer entry must be exactly a float64 (every
+    integer up to 2**53 is), since costs are differenced. O(m^2).
 
     >>> check_cost_matrix([[0, 1], [3, 0]]).tolist()
     [[0.0, 1.0], [3.0, 0.0]]
@@ -98,6 +99,7 @@ def check_cost_matrix(cost_matrix: Any, m: int | None = None) -> np.ndarray:
     ValueError: cost_matrix must be 3x3 (one row and column per class), got shape (2, 2)
     """
     c = _real_2d(cost_matrix, "cost_matrix")
+    _check_exact_integers(cost_matrix, c)
     if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 2:
         raise ValueError(f"cost_matrix must be a square array with at least 2 classes, got shape {c.shape}")
     if m is not None and c.shape[0] != m:
@@ -107,6 +109,23 @@ def check_cost_matrix(cost_matrix: Any, m: int | None = None) -> np.ndarray:
         i, j = (int(v) for v in np.argwhere(bad)[0])
         raise ValueError(f"cost_matrix entries must be finite, got {c[i, j].item()!r} at [{i}][{j}]")
     return c
+
+
+def _check_exact_integers(value: Any, c: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the first integer entry of ``value`` that ``c`` (its float64
+    conversion) does not hold exactly: costs are differenced (``C[i][j] - C[i][k]``), and the
+    difference of two rounded integers beyond 2**53 can be wrong by all of its size (2**53 + 1
+    and 2**53 would differ by 0). O(m^2)."""
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "iuO" or raw.shape != c.shape:
+        return
+    for idx in zip(*np.nonzero(np.abs(c) >= 2.0**53)):
+        v = raw[idx]
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and int(c[idx]) != int(v):
+            where = "".join(f"[{int(i)}]" for i in idx)
+            raise ValueError(f"cost_matrix entry {int(v)} at {where} is not exactly a float64 (it would be rounded "
+                             f"to {c[idx].item()!r}, and costs are differenced); give the costs as floats or in larger "
+                             "units")
 
 
 def _real_2d(value: Any, name: str) -> np.ndarray:
@@ -275,22 +294,38 @@ def bayes_predict(proba: Any, cost_matrix: Any) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ fitting
+def _stakes(w: np.ndarray, take: np.ndarray, passed: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Each event's stake ``w * (take - passed)``, or ``ValueError`` naming the first event
+    (``ids``: the caller's event numbers) whose non-zero stake lies outside
+    [2**-960, 2**960] (MIN_WEIGHTED_COST, MAX_WEIGHTED_COST): it becomes a binary THORS weight
+    with unit costs, and beyond those limits its products would overflow or lose precision. O(n).
+    """
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        delta: np.ndarray = w * (take - passed)
+    size = np.abs(delta)
+    bad = ~(size <= MAX_WEIGHTED_COST) | ((size < MIN_WEIGHTED_COST) & (take != passed))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        what = (f"{float(delta[i])!r}, beyond 2**960 (MAX_WEIGHTED_COST); express the costs in larger units"
+                if not size[i] <= MAX_WEIGHTED_COST else
+                f"{float(delta[i])!r} (weight {float(w[i])!r} times {float(take[i] - passed[i])!r}), below 2**-960 "
+                "(MIN_WEIGHTED_COST): it would lose its precision; express the weights or costs in smaller units")
+        raise ValueError(f"cost_matrix: event {int(ids[i])}'s stake (its weight times a difference of costs in its "
+                         f"row) is {what}")
+    return delta
+
+
 def _binary_stage(
-    score: np.ndarray, y: np.ndarray, w: np.ndarray, take_cost: np.ndarray, pass_cost: np.ndarray
+    score: np.ndarray, y: np.ndarray, w: np.ndarray, take_cost: np.ndarray, pass_cost: np.ndarray, ids: np.ndarray
 ) -> tuple[float, float]:
     """Smallest ``t`` minimising ``sum_{s > t} w*take[y] + sum_{s <= t} w*pass[y]``; returns (t, cost).
 
-    Exact reduction to binary THORS with ``fn = fp = 1`` and weights ``|delta|``.
+    Exact reduction to binary THORS with ``fn = fp = 1`` and weights ``|delta|`` (``ids``: the
+    events' numbers, for errors).
     """
     if score.shape[0] == 0:
         return -math.inf, 0.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        delta = w * (take_cost[y] - pass_cost[y])
-    big = ~(np.abs(delta) <= MAX_WEIGHTED_COST)
-    if big.any():
-        i = int(np.flatnonzero(big)[0])
-        raise ValueError(f"cost_matrix: event {i}'s stake (its weight times a difference of costs in its row) is "
-                         f"{float(delta[i])!r}, beyond 2**960 (MAX_WEIGHTED_COST); express the costs in larger units")
+    delta = _stakes(w, take_cost[y], pass_cost[y], ids)
     base = float(np.sum(w * pass_cost[y]))
     rel = delta != 0
     if not rel.any():
@@ -348,7 +383,7 @@ def fit_sequential(
         take_cost = c[:, ck]
         pass_cost = c[:, rest].min(axis=1)
         idx = np.flatnonzero(undecided)
-        t, _ = _binary_stage(s[idx, ck], labels[idx], w[idx], take_cost, pass_cost)
+        t, _ = _binary_stage(s[idx, ck], labels[idx], w[idx], take_cost, pass_cost, idx)
         thresholds.append(t)
         undecided[idx[s[idx, ck] > t]] = False
     th = tuple(float(t) for t in thresholds)
@@ -446,7 +481,7 @@ def _exact_for_order(
         ww, yy = w[ids], labels[ids]
         take_suffix = np.concatenate([np.cumsum((ww * c[yy, a])[::-1])[::-1], [0.0]])
         base_prefix = np.concatenate([[0.0], np.cumsum(ww * last_pass[yy])])
-        delta = ww * (last_take[yy] - last_pass[yy])
+        delta = _stakes(ww, last_take[yy], last_pass[yy], ids)
         neg_prefix = np.concatenate([[0.0], np.cumsum(np.where(delta < 0, delta, 0.0))])
         last_scores = s[ids, o[m - 2]]
         consider(fixed + float(take_suffix[0]), (*prefix, -math.inf, -math.inf))
@@ -472,7 +507,7 @@ def _exact_for_order(
 
     def recurse(idx: np.ndarray, k: int, prefix: list[float], fixed: float) -> None:
         if k == m - 2:  # m == 2: the only stage is the binary one
-            t, cst = _binary_stage(s[idx, o[k]], labels[idx], w[idx], last_take, last_pass)
+            t, cst = _binary_stage(s[idx, o[k]], labels[idx], w[idx], last_take, last_pass, idx)
             consider(fixed + cst, (*prefix, t))
             return
         if k == m - 3:
