@@ -498,10 +498,12 @@ def test_hostile_calls_through_the_fast_paths_change_nothing(cfg, window, calls)
         assert stt.get() == thr and Fraction(stt.cost) == best
 
 
-def test_revert_predictor_is_only_a_hint():
-    """The compiled core prefetches the next expected revert (river.utils.Rolling order);
-    reverts out of that order, unknown reverts and updates that bypass the fast path must
-    still give exactly the answer of a fresh summary of what is held."""
+def test_reverts_in_and_out_of_arrival_order():
+    """Reverts mostly oldest-first (river.utils.Rolling's order), some of a random held
+    event, and unknown reverts (refused): the answer is exactly a fresh summary's of what is
+    held. (Until 2026-11-25 the compiled core had a "revert predictor" here, a queue of
+    keys meant to prefetch the next Rolling-order revert; it never predicted one, see the
+    changelog, and is gone.)"""
     rng = np.random.default_rng(11)
     s = rng.integers(0, 40, 6000) / 8.0  # heavy ties
     y = rng.random(6000) < 0.3

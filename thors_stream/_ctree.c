@@ -124,15 +124,6 @@ typedef struct {
     int np0, np1;
     Py_ssize_t k0_base, k0_len, m1_base, m1_len;
     long long *k0_tab, *m1_tab;
-    /* revert predictor (unwindowed cores): river.utils.Rolling and similar callers revert
-       events in the order they were added. From the first fast revert on, each fast
-       update queues its key, each fast revert pops one, and the leaf where the next
-       expected revert's key lives now is prefetched before returning to Python, so its
-       cache misses overlap the interpreter's work. A hint only: a wrong or stale one costs
-       a wasted prefetch, never a wrong answer. */
-    double *pr_key;
-    Py_ssize_t pr_head, pr_size, pr_cap;
-    int pr_state; /* 0 off (until the first fast revert), 1 recording, -1 given up */
     /* set when a batch failed part way (a MemoryError after some of its changes were made):
        the tree no longer matches the queue, so every entry point refuses to go on */
     int broken;
@@ -1455,56 +1446,6 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
     return rc;
 }
 
-/* ------------------------------------------------------------------ revert predictor */
-
-#define PR_MAX ((Py_ssize_t)1 << 22) /* give up beyond this many pending hints (32 MiB) */
-
-static void pr_free(CTree *t) {
-    PyMem_Free(t->pr_key);
-    t->pr_key = NULL;
-    t->pr_head = t->pr_size = t->pr_cap = 0;
-}
-
-/* Queue the key of a fast update: 8 bytes per pending hint. (Keys, not leaves: by the
-   time an event is reverted, splits and spills have usually moved its key to another
-   leaf.) */
-static void pr_push(CTree *t, double key) {
-    if (t->pr_state != 1 || t->height == 0) return;
-    if (t->pr_size == t->pr_cap) {
-        Py_ssize_t cap = t->pr_cap ? 2 * t->pr_cap : 1024;
-        if (cap > PR_MAX) { pr_free(t); t->pr_state = -1; return; }
-        double *kk = PyMem_Malloc(cap * sizeof(double));
-        if (!kk) { pr_free(t); t->pr_state = -1; return; }
-        for (Py_ssize_t k = 0; k < t->pr_size; k++) kk[k] = t->pr_key[(t->pr_head + k) % t->pr_cap];
-        PyMem_Free(t->pr_key);
-        t->pr_key = kk; t->pr_cap = cap; t->pr_head = 0;
-    }
-    Py_ssize_t j = t->pr_head + t->pr_size;
-    if (j >= t->pr_cap) j -= t->pr_cap;
-    t->pr_key[j] = key;
-    t->pr_size++;
-}
-
-/* A revert happened: drop the oldest hint, find where the next one's key lives now (a
-   descent through inner nodes, which stay in cache) and prefetch that leaf and its entry
-   in the parent, so their misses overlap the interpreter's work until the next revert. */
-static void pr_pop_and_prefetch(CTree *t) {
-    if (t->pr_state == 0) { t->pr_state = 1; return; }
-    if (t->pr_state != 1 || t->pr_size == 0) return;
-    t->pr_head = t->pr_head + 1 == t->pr_cap ? 0 : t->pr_head + 1;
-    t->pr_size--;
-    if (t->pr_size == 0 || t->height == 0) return;
-    double key = t->pr_key[t->pr_head];
-    int32_t node = t->root;
-    for (int l = 0; l < t->height; l++) {
-        Inner *N = &t->inners[node];
-        int32_t i = child_index(N, key);
-        if (l == t->height - 1) __builtin_prefetch(&N->agg[i], 1);
-        node = N->child[i];
-    }
-    prefetch_leaf(t, node);
-}
-
 /* ------------------------------------------------------------------ ring */
 
 /* Grow the ring to hold need records: doubling, but not past hint (a count window's
@@ -1580,7 +1521,6 @@ static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "dd|ni", kwlist, &a, &b, &load, &ring)) return -1;
     if (ring < 0 || ring > 2) { PyErr_SetString(PyExc_ValueError, "ring must be 0, 1 or 2"); return -1; }
     reset(self);
-    pr_free(self); self->pr_state = 0;
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     self->qs = self->qw = self->qt = NULL; self->qy = NULL;
     self->qhead = self->qsize = self->qcap = 0;
@@ -1611,7 +1551,6 @@ static void CTree_dealloc(CTree *self) {
     PyObject_GC_UnTrack(self);
     CTree_clear(self);
     PyMem_Free(self->k0_tab); PyMem_Free(self->m1_tab);
-    pr_free(self);
     reset(self);
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -1732,7 +1671,6 @@ static PyObject *CTree_fast_update(CTree *self, PyObject *const *args, Py_ssize_
     } else {
         if (wv != 1.0) goto slow; /* the weight ledger is kept in Python */
         if (upsert(self, s, pos ? 1.0 : 0.0, pos ? 0.0 : 1.0, pos, !pos) < 0) return NULL;
-        pr_push(self, s);
     }
     if (self->n_updates < LLONG_MAX) self->n_updates++; /* saturating */
     Py_RETURN_NONE;
@@ -1755,7 +1693,6 @@ static PyObject *CTree_fast_revert(CTree *self, PyObject *const *args, Py_ssize_
         PyErr_Clear();
         goto slow;
     }
-    pr_pop_and_prefetch(self);
     Py_RETURN_NONE;
 slow:
     return PyObject_Vectorcall(self->slow_revert, args, nargs, kwnames);
