@@ -2834,7 +2834,7 @@ static PyMethodDef CTree_methods[] = {
     {"kth_key", (PyCFunction)CTree_kth_key, METH_VARARGS, "kth_key(cls, k) -> smallest key where class count reaches k"},
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},
     {"export_lo", (PyCFunction)CTree_export_lo, METH_NOARGS, "export_lo() -> bytes (2 x n float64)"},
-    {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas and the ring"},
+    {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas, the ring and the revert predictor's queue"},
     {"stats", (PyCFunction)CTree_stats, METH_NOARGS, "stats() -> dict of structure sizes"},
     {"_predictor", (PyCFunction)CTree_predictor, METH_NOARGS, "_predictor() -> (recording, keys queued, hits); tests"},
     {"enter", (PyCFunction)CTree_enter, METH_NOARGS, "enter(): a Python method works on the core"},
