@@ -6,8 +6,14 @@ its order is broken, and that the answers never depend on it."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import brute_force
+from strategies import tied_scores
 
 from thors_stream import StreamingThors
 from thors_stream._backend import available_backends
@@ -113,3 +119,62 @@ def test_windowed_summaries_have_no_predictor():
     for a, b in zip(*stream(300)):
         st.update(a, b)
     assert predictor(st) == (0, 0, 0)
+
+
+# ------------------------------------------------------------------ property
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("update"), tied_scores | st.floats(-10, 10), st.booleans(),
+                  st.sampled_from([1.0, 1.0, 0.5, 2.0])),
+        st.tuples(st.just("numpy update"), tied_scores, st.booleans(), st.just(1.0)),
+        st.tuples(st.just("batch"), st.lists(tied_scores, min_size=1, max_size=8), st.booleans(), st.just(1.0)),
+        st.tuples(st.just("revert oldest"), st.none(), st.none(), st.none()),
+        st.tuples(st.just("revert any"), st.integers(0, 10**6), st.none(), st.none()),
+        st.tuples(st.just("merge"), tied_scores, st.booleans(), st.none()),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops)
+def test_interleavings_stay_exact_and_the_queue_mirrors_what_is_held(seq):
+    """Any mix of fast, slow and batch updates, oldest-first and random reverts and merges:
+    the answer is the exact oracle's on the held events, and while the predictor records,
+    it queues the held events' scores, and it records on as long as every revert was of the
+    oldest event (or of one with the oldest's score: a hint cannot tell them apart)."""
+    st_ = StreamingThors(fn_cost=3, fp_cost=1)
+    held: list[tuple[float, bool, float]] = []
+    in_order = True
+    for op, a, b, c in seq:
+        if op == "update":
+            st_.update(a, b, c) if c != 1.0 else st_.update(a, b)
+            held.append((a, b, c))
+        elif op == "numpy update":
+            st_.update(np.float64(a), b)
+            held.append((a, b, 1.0))
+        elif op == "batch":
+            st_.update_many(a, [b] * len(a))
+            held.extend((s, b, 1.0) for s in a)
+        elif op == "merge":
+            other = StreamingThors(fn_cost=3, fp_cost=1)
+            other.update(a, b)
+            st_.merge(other)
+            held.append((a, b, 1.0))
+            in_order = False
+        elif held:
+            j = 0 if op == "revert oldest" else a % len(held)
+            in_order &= held[j][0] == held[0][0]
+            s, y, w = held.pop(j)
+            st_.revert(s, y, w)
+        recording, queued, _ = predictor(st_)
+        assert bool(recording) == in_order
+        if recording:
+            assert queued == len(held)
+            assert sorted(st_._tree._predictor_keys()) == sorted(s for s, _, _ in held)
+    if held:
+        thr, best, _ = brute_force(held, 3, 1)
+        assert st_.get() == thr
+        assert Fraction(st_.cost) == best
+    else:
+        assert len(st_) == 0

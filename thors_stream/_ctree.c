@@ -2806,6 +2806,18 @@ static PyObject *CTree_predictor(CTree *self, PyObject *Py_UNUSED(ignored)) {
     return Py_BuildValue("(inL)", self->pr_state, self->pr_size, self->pr_hits);
 }
 
+/* _predictor_keys() -> the queued keys, oldest first: tests only. O(queued). */
+static PyObject *CTree_predictor_keys(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *out = PyList_New(self->pr_size);
+    if (!out) return NULL;
+    for (Py_ssize_t k = 0; k < self->pr_size; k++) {
+        PyObject *v = PyFloat_FromDouble(self->pr_key[(self->pr_head + k) % self->pr_cap]);
+        if (!v) { Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, k, v);
+    }
+    return out;
+}
+
 static PyObject *CTree_get_b(CTree *self, void *closure) { return PyFloat_FromDouble(self->b); }
 static PyObject *CTree_get_a(CTree *self, void *closure) { return PyFloat_FromDouble(self->a); }
 
@@ -2837,6 +2849,7 @@ static PyMethodDef CTree_methods[] = {
     {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas, the ring and the revert predictor's queue"},
     {"stats", (PyCFunction)CTree_stats, METH_NOARGS, "stats() -> dict of structure sizes"},
     {"_predictor", (PyCFunction)CTree_predictor, METH_NOARGS, "_predictor() -> (recording, keys queued, hits); tests"},
+    {"_predictor_keys", (PyCFunction)CTree_predictor_keys, METH_NOARGS, "_predictor_keys() -> queued keys; tests"},
     {"enter", (PyCFunction)CTree_enter, METH_NOARGS, "enter(): a Python method works on the core"},
     {"exit", (PyCFunction)CTree_exit, METH_NOARGS, "exit(): it is done"},
     {"bind", (PyCFunction)CTree_bind, METH_VARARGS,
