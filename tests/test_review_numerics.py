@@ -58,8 +58,13 @@ def test_period_below_an_ulp_of_the_times_still_holds_the_events(backend):
 # ---------------------------------------------------------------- multiclass inputs
 @pytest.mark.parametrize("fit", [fit_sequential, fit_exact])
 @pytest.mark.parametrize("kw,exc,match", [
-    ({"cost_matrix": [[0, 1e300], [1e300, 0]]}, ValueError, "cost_matrix: event 0's stake"),
-    ({"cost_matrix": [[-1e308, 1e308], [1e308, -1e308]]}, ValueError, "cost_matrix: event 0's stake"),
+    # an event's cost beyond 2**960: refused before the fit (its totals would overflow to inf)
+    ({"cost_matrix": [[0, 1e300], [1e300, 0]]}, ValueError, r"cost_matrix: event 0's cost of predicting class 1 .*"
+                                                            r"C\[0\]\[1\] = 1e\+300\) is beyond 2\*\*960"),
+    ({"cost_matrix": [[-1e308, 1e308], [1e308, -1e308]]}, ValueError, "cost_matrix: event 0's cost of predicting"),
+    # costs within the limit whose difference is not (opposite signs)
+    ({"cost_matrix": [[-9e288, 9e288], [9e288, -9e288]]}, ValueError, r"cost_matrix: event 0's stake .* is "
+                                                                      r"-?1\.8e\+289, beyond 2\*\*960"),
     ({"scores": [["0.9", "0.1"], ["0.2", "0.8"], ["0.6", "0.4"]]}, TypeError, "scores must be an array of real"),
     ({"cost_matrix": [["0", "1"], ["1", "0"]]}, TypeError, "cost_matrix must be an array of real"),
     ({"scores": [[10**400, 0.1], [0.2, 0.8], [0.6, 0.4]]}, ValueError, "401 digits"),
@@ -77,8 +82,9 @@ S3 = [[0.6, 0.3, 0.1], [0.3, 0.4, 0.3], [0.2, 0.2, 0.6], [0.1, 0.1, 0.8]]
 @pytest.mark.parametrize("kw,match", [
     # three classes: fit_exact's last stages are swept through a StreamingThors (its own
     # error used to name an internal array, "ws")
-    ({"cost_matrix": [[0, 1e300, 1], [1e300, 0, 1], [1, 1e300, 0]]},
-     r"event \d's stake .* is 1e\+300, beyond 2\*\*960 \(MAX_WEIGHTED_COST\)"),
+    # (class 2's row: predicting 1 gains 9e288, predicting 2 costs 9e288; each within the limit)
+    ({"cost_matrix": [[0, 1, 1], [1, 0, 1], [0, -9e288, 9e288]]},
+     r"event \d's stake .* beyond 2\*\*960 \(MAX_WEIGHTED_COST\)"),
     # a stake below 2**-960 used to reach binary THORS as a weight and be refused under an
     # internal name, or (fit_exact) not at all
     ({"sample_weight": [1, 2.0**-1000, 1, 1]},
@@ -109,6 +115,28 @@ def test_multiclass_integer_costs_must_be_exact(C, where):
             fit([[0.9, 0.1], [0.2, 0.8]], [0, 1], C)
     # exactly representable integers, however large, are taken
     fit_exact([[0.9, 0.1], [0.2, 0.8]], [0, 1], [[0, 2**60], [2**53, 0]])
+
+
+@pytest.mark.parametrize("fit", [fit_sequential, fit_exact])
+def test_multiclass_event_costs_beyond_the_limit_are_refused(fit):
+    """A weight times a cost beyond 2**960 made every total inf: fit_exact returned no
+    thresholds at all (an empty tuple for three classes) and cost inf, fit_sequential -inf
+    thresholds and cost inf. Now both refuse, naming the event, class and entry."""
+    C = [[1e100, 1e100, 1e100]] * 3
+    with pytest.raises(ValueError, match=r"event 0's cost of predicting class 0 \(its weight 1e\+280 times "
+                                         r"C\[0\]\[0\] = 1e\+100\) is beyond 2\*\*960"):
+        fit(S3, [0, 1, 2, 2], C, order=[0, 1, 2], sample_weight=[1e280] * 4)
+    # at the limit it is taken, and the fit has one threshold per stage
+    r = fit(S3, [0, 1, 2, 2], [[0, 1, 1], [1, 0, 1], [1, 1, 0]], order=[0, 1, 2], sample_weight=[2.0**960] * 4)
+    assert len(r.thresholds) == 2 and math.isfinite(r.cost)
+
+
+def test_empirical_cost_beyond_the_limit_is_refused():
+    from thors_stream.multiclass import empirical_cost
+
+    with pytest.raises(ValueError, match=r"event 1's cost of predicting class 0 .* C\[1\]\[0\] = 1e\+300"):
+        empirical_cost([1, 0], [1, 1], [[0, 1], [1e300, 0]])
+    assert empirical_cost([1, 0], [1, 1], [[0, 1], [2.0**960, 0]]) == 2.0**960
 
 
 def test_multiclass_stake_limit_is_inclusive():

@@ -210,7 +210,24 @@ def _prepare(
     labels = _check_y(y, n, m)
     o = default_order(c) if order is None else _check_order(order, m)
     w = check_weights(sample_weight, n)
-    return s, labels, c, o, (np.ones(n) if w is None else w)
+    w = np.ones(n) if w is None else w
+    _check_event_costs(w, c, labels, np.argmax(np.abs(c), axis=1)[labels])
+    return s, labels, c, o, w
+
+
+def _check_event_costs(w: np.ndarray, c: np.ndarray, y: np.ndarray, pred: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the first event whose cost ``w * C[y][pred]`` is beyond
+    2**960 (MAX_WEIGHTED_COST): the totals would overflow to ``inf`` (every threshold vector
+    then costs the same, and the fit's answer means nothing). O(n)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        cost = w * np.abs(c[y, pred])
+    bad = ~(cost <= MAX_WEIGHTED_COST)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        yi, pi = int(y[i]), int(pred[i])
+        raise ValueError(f"cost_matrix: event {i}'s cost of predicting class {pi} (its weight {float(w[i])!r} times "
+                         f"C[{yi}][{pi}] = {float(c[yi, pi])!r}) is beyond 2**960 (MAX_WEIGHTED_COST); express the "
+                         "weights or costs in larger units")
 
 
 # ------------------------------------------------------------------------------- result
@@ -265,7 +282,8 @@ def _apply(s: np.ndarray, order: Sequence[int], thresholds: Sequence[float]) -> 
 
 
 def empirical_cost(pred: Any, y: Any, cost_matrix: Any, sample_weight: Any = None) -> float:
-    """``sum_e w_e * C[y_e][pred_e]``. O(n).
+    """``sum_e w_e * C[y_e][pred_e]``; ``ValueError`` when an event's ``w_e * |C[y_e][pred_e]|``
+    is beyond 2**960 (the sum could overflow). O(n).
 
     >>> empirical_cost([0, 1, 1], [0, 0, 1], [[0, 2], [7, 0]])
     2.0
@@ -275,8 +293,9 @@ def empirical_cost(pred: Any, y: Any, cost_matrix: Any, sample_weight: Any = Non
     p = _check_y(pred, np.asarray(pred).shape[0], m)
     t = _check_y(y, p.shape[0], m)
     w = check_weights(sample_weight, p.shape[0])
-    per = c[t, p]
-    return float(per.sum() if w is None else (per * w).sum())
+    w = np.ones(p.shape[0]) if w is None else w
+    _check_event_costs(w, c, t, p)
+    return float((c[t, p] * w).sum())
 
 
 def bayes_predict(proba: Any, cost_matrix: Any) -> np.ndarray:
