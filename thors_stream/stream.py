@@ -358,5 +358,5 @@ class StreamingThors(WindowsPart, NPReadPart, StorePart):
     def nbytes(self) -> int:
         """Bytes the summary holds outside Python objects: the structure, the expiry queue and,
         for an unwindowed summary with the compiled core, the revert predictor's queue of
-        held scores (8 bytes an event while it records; see the speed page). O(1)."""
+        held scores (8 to 16 bytes an event while it records; see the speed page). O(1)."""
         return int(self._tree.nbytes()) + (int(self._queue.nbytes()) if self._queue is not None else 0)
