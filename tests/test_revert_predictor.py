@@ -140,38 +140,46 @@ ops = st.lists(
 @given(ops)
 def test_interleavings_stay_exact_and_the_queue_mirrors_what_is_held(seq):
     """Any mix of fast, slow and batch updates, oldest-first and random reverts and merges:
-    the answer is the exact oracle's on the held events, and while the predictor records,
-    it queues the held events' scores, and it records on as long as every revert was of the
-    oldest event (or of one with the oldest's score: a hint cannot tell them apart)."""
+    the answer is the exact oracle's on the held events, and the predictor follows its
+    documented rule, modelled here as a plain list of scores: every update appends its score,
+    a revert whose score is the first one's pops it (a hint cannot tell events of one score
+    apart, so after such a revert of a later event the queue's order differs from the held
+    events'), and anything else (another revert, a merge) stops it for good."""
     st_ = StreamingThors(fn_cost=3, fp_cost=1)
     held: list[tuple[float, bool, float]] = []
-    in_order = True
+    model: list[float] | None = []  # the queue the rule gives; None once stopped
     for op, a, b, c in seq:
+        added: list[float] = []
         if op == "update":
             st_.update(a, b, c) if c != 1.0 else st_.update(a, b)
             held.append((a, b, c))
+            added = [a]
         elif op == "numpy update":
             st_.update(np.float64(a), b)
             held.append((a, b, 1.0))
+            added = [a]
         elif op == "batch":
             st_.update_many(a, [b] * len(a))
             held.extend((s, b, 1.0) for s in a)
+            added = list(a)
         elif op == "merge":
             other = StreamingThors(fn_cost=3, fp_cost=1)
             other.update(a, b)
             st_.merge(other)
             held.append((a, b, 1.0))
-            in_order = False
+            model = None
         elif held:
-            j = 0 if op == "revert oldest" else a % len(held)
-            in_order &= held[j][0] == held[0][0]
-            s, y, w = held.pop(j)
+            s, y, w = held.pop(0 if op == "revert oldest" else a % len(held))
             st_.revert(s, y, w)
+            if model is not None:
+                model = model[1:] if model and model[0] == s else None
+        if model is not None:
+            model += added
         recording, queued, _ = predictor(st_)
-        assert bool(recording) == in_order
-        if recording:
-            assert queued == len(held)
-            assert sorted(st_._tree._predictor_keys()) == sorted(s for s, _, _ in held)
+        assert bool(recording) == (model is not None)
+        if model is not None:
+            assert queued == len(held) == len(model)
+            assert st_._tree._predictor_keys() == model
     if held:
         thr, best, _ = brute_force(held, 3, 1)
         assert st_.get() == thr

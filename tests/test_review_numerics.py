@@ -272,8 +272,6 @@ def test_csv_row_with_fewer_fields_than_the_header_is_refused(tmp_path, engine):
 def test_period_must_be_a_duration_not_a_moment(backend):
     import datetime as dt
 
-    import numpy as np
-
     for moment in (dt.datetime(2024, 1, 1), np.datetime64("2024-01-01")):
         with pytest.raises(TypeError, match="period must be a duration"):
             StreamingThors(fn_cost=1, fp_cost=1, period=moment, backend=backend)

@@ -1507,15 +1507,10 @@ static void pr_revert(CTree *t, double key) {
     t->pr_head = t->pr_head + 1 == t->pr_cap ? 0 : t->pr_head + 1;
     t->pr_size--;
     if (t->pr_size == 0 || t->height == 0 || t->n_keys <= PR_PREFETCH_KEYS) return;
-    double next = t->pr_key[t->pr_head];
-    int32_t node = t->root;
-    for (int l = 0; l < t->height; l++) {
-        Inner *N = &t->inners[node];
-        int32_t i = child_index(N, next);
-        if (l == t->height - 1) __builtin_prefetch(&N->agg[i], 1);
-        node = N->child[i];
-    }
-    prefetch_leaf(t, node);
+    int32_t leaf = descend(t, t->pr_key[t->pr_head]); /* (the recorded path is free: the revert is done) */
+    int l = t->height - 1;
+    __builtin_prefetch(&t->inners[t->pnode[l]].agg[t->pidx[l]], 1); /* the leaf's entry in its parent */
+    prefetch_leaf(t, leaf);
 }
 
 /* ------------------------------------------------------------------ ring */
@@ -1649,7 +1644,7 @@ static PyObject *CTree_add(CTree *self, PyObject *const *args, Py_ssize_t nargs)
     double key, w; int pos;
     if (parse3(args, nargs, 3, "add(key, is_pos, w)", &key, &pos, &w) < 0) return NULL;
     if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return NULL;
-    if (self->ring == 0) pr_push(self, key);
+    pr_push(self, key); /* (off in a windowed tree) */
     Py_RETURN_NONE;
 }
 
@@ -1657,7 +1652,7 @@ static PyObject *CTree_remove(CTree *self, PyObject *const *args, Py_ssize_t nar
     double key, w; int pos;
     if (parse3(args, nargs, 3, "remove(key, is_pos, w)", &key, &pos, &w) < 0) return NULL;
     if (upsert(self, key, pos ? -w : 0.0, pos ? 0.0 : -w, -pos, -!pos) < 0) return NULL;
-    if (self->ring == 0) pr_revert(self, key);
+    pr_revert(self, key);
     Py_RETURN_NONE;
 }
 
@@ -2368,9 +2363,10 @@ static PyObject *CTree_add_many(CTree *self, PyObject *args) {
     if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 3, b, &m, "add_many(s, y, w)") < 0) return NULL;
     int rc = apply_events(self, b[0].buf, b[1].buf, b[2].buf, NULL, m);
-    if (rc == 0 && self->ring == 0)
+    if (rc == 0)
         for (Py_ssize_t q = 0; q < m && self->pr_state; q++) pr_push(self, ((const double *)b[0].buf)[q]);
-    else if (rc < 0) pr_stop(self); /* (a batch that failed part way) */
+    else
+        pr_stop(self); /* (a batch that failed part way) */
     for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
