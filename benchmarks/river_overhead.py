@@ -23,7 +23,10 @@ and ThorsClassifier around it, window 10,000 and ``window='auto'``, interleaved 
 Its overheads are the wrapper's and the thresholding's work with the model's memory traffic
 gone (caches warm: a lower bound of what the pipeline adds), and they vary by a few
 hundredths of a microsecond from pass to pass: the ratio to hold the ``window='auto'`` target
-(2x one window) against.
+(2x one window) against. A third table times the compiled selector step alone on the same
+scores (each window set's step per event, beside one window's ``update`` + ``get``): the step
+updates every window's tree and reads its threshold on every event, so it grows with the
+number of windows, and it is the floor under the ``window='auto'`` overhead.
 
 Run: ``python benchmarks/river_overhead.py`` (about two minutes); ``--quick`` times the first
 5,000 events twice (a smoke run; its numbers are noisy). ``--check`` exits with status
@@ -43,7 +46,9 @@ from typing import Any
 
 from river import base, datasets, linear_model, preprocessing
 
+from thors_stream import StreamingThors
 from thors_stream.river import ThorsClassifier
+from thors_stream.selection import DEFAULT_WINDOWS, WindowSelector, selector_step
 
 BUDGET = 0.25
 WINDOW = 10_000
@@ -198,7 +203,57 @@ def main(argv: list[str] | None = None) -> int:
     auto_r = (rbest[rnames[2]] - rbase) / (rbest[rnames[1]] - rbase)
     print(f"window='auto' overhead / window {WINDOW:,} overhead (replayed, best passes) = {auto_r:.2f}x "
           f"(passes {ratios[0]:.2f}-{ratios[-1]:.2f}; target 2x)")
+    selector_table(replay["ThorsClassifier(replay), window 10,000"](), data, repeat)
     return 1 if args.check and ratio >= BUDGET else 0
+
+
+def selector_table(wrapper: ThorsClassifier, data: list[tuple[dict, Any]], repeat: int) -> None:
+    """Where ``window='auto'`` spends its time: the compiled selector step per event (the
+    replayed scores, unwrapped) for several window sets, beside one window's ``update`` +
+    ``get``, interleaved pass by pass; best pass of each. The step updates every window's
+    tree and reads its threshold on every event, so its cost grows with the number of
+    windows: the floor under the ``window='auto'`` overhead."""
+    if selector_step is None:
+        print("\n(the compiled selector step is not built: no step table)")
+        return
+    scores = [wrapper.classifier.probas[i].get(wrapper.pos_label, 0.0) for i in range(len(data))]
+    labels = [y == wrapper.pos_label for _, y in data]
+    pairs = list(zip(scores, labels))
+    default = 1 / 101  # Elkan's threshold for FN 100, FP 1
+
+    def one_window() -> float:
+        st = StreamingThors(fn_cost=100, fp_cost=1, window=WINDOW)
+        update, get = st.update, st.get
+        start = time.process_time()
+        for s, y in pairs:
+            update(s, y)
+            get()
+        return (time.process_time() - start) / len(pairs)
+
+    def steps(windows: tuple[int, ...]) -> Callable[[], float]:
+        def run() -> float:
+            fixed = WindowSelector(fn_cost=100, fp_cost=1, default_threshold=default, windows=windows)._fixed
+            start = time.process_time()
+            for s, y in pairs:
+                selector_step(fixed, s, y, 1.0)
+            return (time.process_time() - start) / len(pairs)
+        return run
+
+    rows: dict[str, Callable[[], float]] = {f"StreamingThors(window={WINDOW:,}): update + get": one_window}
+    for wins in [(w,) for w in DEFAULT_WINDOWS] + [(500, 5_000, 50_000), DEFAULT_WINDOWS]:
+        rows["selector step, windows " + ", ".join(f"{w:,}" for w in wins)] = steps(wins)
+    best = dict.fromkeys(rows, float("inf"))
+    gc.collect()
+    for _ in range(repeat):
+        for name, run in rows.items():
+            best[name] = min(best[name], run())
+    width = max(map(len, rows))
+    print(f"\nThe selector's step alone (compiled, the replayed scores, best of {repeat})")
+    print(f"  {'per event':<{width}}  {'us/event':>8}")
+    for name in rows:
+        print(f"  {name:<{width}}  {best[name] * 1e6:>8.2f}")
+    names = list(rows)
+    print(f"the default four windows' step / one window's update + get = {best[names[-1]] / best[names[0]]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -265,6 +265,28 @@ def test_memory_per_distinct_score_is_bounded():
     assert info["ring_capacity"] <= n + 1
 
 
+@needs_c
+def test_bulk_load_leaves_room_for_a_sliding_window():
+    """A bulk load builds leaves 3/4 full (24 of 32 keys), about the fill a window under
+    random inserts and expiries settles at, so the batches after it split few leaves; the
+    answer is the oracle's after the load and after the batches."""
+    from thors_stream import thors_threshold
+
+    rng = np.random.default_rng(5)
+    n, batch = 48_000, 4_000
+    s, y = rng.random(n + 5 * batch), rng.random(n + 5 * batch) < 0.05
+    stt = StreamingThors(fn_cost=10, fp_cost=1, window=n)
+    stt.update_many(s[:n], y[:n])
+    info = stt._tree.stats()
+    assert info["leaves"] == math.ceil(n / 24)
+    assert stt.get() == thors_threshold(s[:n], y[:n], fn_cost=10, fp_cost=1).threshold
+    for lo in range(n, n + 5 * batch, batch):
+        stt.update_many(s[lo : lo + batch], y[lo : lo + batch])
+    stt._tree.check()
+    assert stt._tree.stats()["leaves"] < math.ceil(n / 24) * 1.1  # few leaves split
+    assert stt.get() == thors_threshold(s[-n:], y[-n:], fn_cost=10, fp_cost=1).threshold
+
+
 @pytest.mark.parametrize("cfg", BACKENDS)
 def test_two_threads_on_one_summary(cfg):
     """Issue 13: concurrent update / update_many / revert / get on one object keep it
