@@ -291,3 +291,18 @@ def test_csv_field_limit_does_not_follow_the_process_wide_setting(tmp_path):
         assert csv.field_size_limit() == 10  # put back
     finally:
         csv.field_size_limit(old)
+
+
+def test_bayes_predict_refuses_expected_costs_beyond_float64():
+    """Scores 1e10 and 2e10 against costs 1e300: class 0's expected cost 3e310 and class 1's
+    2e310 both overflowed to inf, and argmin picked class 0 (the first inf) instead of 1,
+    with only a RuntimeWarning. Now the row and class are named."""
+    from thors_stream.multiclass import bayes_predict
+
+    with pytest.raises(ValueError, match=r"expected cost of class 0 at row 1 .* overflows float64"):
+        bayes_predict([[0.5, 0.5], [1e10, 2e10]], [[1e300, 2e300], [1e300, 0]])
+    with pytest.raises(ValueError, match=r"class 0 at row 0"):  # -inf against a finite cost
+        bayes_predict([[1.0, 1.0]], [[-1.7e308, 1e308], [-1.7e308, -1e308]])
+    # within range, however large, the decision is the exact one
+    assert bayes_predict([[1e7, 2e7]], [[1e300, 2e300], [1e300, 0]]).tolist() == [1]
+    assert bayes_predict([[0.5, 0.5]], [[-1e308, 1e308], [1e308, -1.7e308]]).tolist() == [1]

@@ -303,12 +303,22 @@ def bayes_predict(proba: Any, cost_matrix: Any) -> np.ndarray:
 
     Optimal when ``proba`` are the true class probabilities; the baseline for calibrated ones.
 
+    An expected cost beyond float64's range (scores times costs past ~1.8e308) raises
+    ``ValueError`` naming the row and class, rather than deciding between infinities.
+
     >>> bayes_predict([[0.8, 0.2], [0.95, 0.05]], [[0, 1], [10, 0]]).tolist()
     [1, 0]
     """
     p = _check_scores2d(proba)
     c = check_cost_matrix(cost_matrix, p.shape[1])
-    picks: np.ndarray = np.argmin(p @ c, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected = p @ c
+    bad = ~np.isfinite(expected)
+    if bad.any():
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        raise ValueError(f"bayes_predict: the expected cost of class {j} at row {i} (its scores times column {j} "
+                         "of cost_matrix) overflows float64; express the costs in larger units")
+    picks: np.ndarray = np.argmin(expected, axis=1)
     return picks
 
 
