@@ -269,7 +269,15 @@ def test_directory_input_is_one_line_exit_2(tmp_path, capsys):
 
 def test_unwritable_output_is_one_line(tmp_path, capsys, small):
     code, out, err = run(["replay", str(small), *COLS, *COSTS, "--window", "3", "--out", str(tmp_path)], capsys)
-    assert refused(code, out, err, f"{tmp_path}: Is a directory")
+    assert refused(code, out, err, f"{tmp_path}: exists and is not a regular file (a directory)")
+
+
+def test_replay_writes_through_a_device_or_fifo(tmp_path, capsys, small):
+    """Outputs are staged beside their targets and renamed on success; a FIFO or a device
+    (/dev/null here) has nothing to rename onto, so it is written directly."""
+    code, _, err = run(["replay", str(small), *COLS, *COSTS, "--window", "3", "--out", os.devnull], capsys)
+    assert code == 0, err
+    assert os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
 
 
 # ----------------------------------------------------------------- one reader, two engines

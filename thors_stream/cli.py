@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from ._files import StagedOutputs
 from ._validation import period_cutoff
 from .result import DEFAULT_MIN_PER_CLASS
 
@@ -276,10 +277,18 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _check_outputs(data: str, outputs: list[tuple[str, str | None]]) -> None:
-    """Refuse an output path that is the input file (it would be overwritten)."""
+    """Refuse an output path that is the input file (it would be overwritten), and two
+    outputs that are one file (``x.csv`` and ``./x.csv``: the second would replace the first)."""
+    seen: dict[str, str] = {}
     for option, path in outputs:
-        if path is not None and _same_file(data, path):
+        if path is None or path == "-":
+            continue
+        if _same_file(data, path):
             raise ValueError(f"{option} {path} is the input file; refusing to overwrite it")
+        real = os.path.normcase(os.path.realpath(path))
+        if real in seen:
+            raise ValueError(f"{seen[real]} and {option} {path} are the same file; give each output its own")
+        seen[real] = f"{option} {path}"
 
 
 def _check_magnitudes(ev: Any, fn_cost: float, fp_cost: float, class_prior: float | None) -> None:
@@ -431,14 +440,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
                               f"to {_thr_text(r.threshold)}), more than --max-shift {args.max_shift:g}; cost "
                               f"{old.cost:,.6g} -> {r.cost:,.6g}; use --force to publish it", EXIT_SHIFT)
             base_info["forced"] = True
-    if args.plot:
-        from .plotting import plot_cost_curve
+    # the plot goes to a temporary file renamed onto --plot once the release is written
+    with StagedOutputs() as stage:
+        if args.plot:
+            from .plotting import plot_cost_curve
 
-        thr, cost = cost_curve(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
-                               sample_weight=weights, class_prior=args.class_prior)
-        plot_cost_curve(thr, cost, r, args.plot, bounds=bounds)
-    if args.out is not None:
-        _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry)
+            thr, cost = cost_curve(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
+                                   sample_weight=weights, class_prior=args.class_prior)
+            plot_cost_curve(thr, cost, r, stage.path(args.plot), bounds=bounds)
+        if args.out is not None:
+            _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry)
     report = sys.stderr if args.out == "-" else sys.stdout
     if args.json:
         d = r.to_dict()
@@ -684,9 +695,10 @@ class _Monitor:
       since publication)`` for the window it was chosen from; see :mod:`thors_stream.bounds`).
     """
 
-    def __init__(self, args: argparse.Namespace, held: HeldRates, dates: bool) -> None:
+    def __init__(self, args: argparse.Namespace, held: HeldRates, dates: bool, path: str) -> None:
+        # path: where the log is written ("-": standard output; else a staged file of --jsonl)
         self.args, self.held, self.dates = args, held, dates
-        self.f = sys.stdout if args.jsonl == "-" else open(args.jsonl, "w")  # closed in close()
+        self.f = sys.stdout if path == "-" else open(path, "w")  # closed in close()
         self.pub: float | None = None
         self.pub_result: Any = None
         self.pub_risk: float | None = None
@@ -801,17 +813,28 @@ def cmd_replay(args: argparse.Namespace) -> int:
     (empirical, of the held events at the threshold) and ``held``. With ``--jsonl`` also the
     monitoring log (:class:`_Monitor`: published threshold, alerts, hysteresis). O(n log n).
     """
-    from .io import read_events
-    from .stream import StreamingThors
-
     if args.period is not None and args.time_col is None:
         raise ValueError("--period needs --time-col (the event time)")
     _check_outputs(args.data, [("--out", args.out), ("--plot", args.plot), ("--jsonl", args.jsonl)])
     if args.jsonl is not None and args.jsonl == args.out:
         raise ValueError("--jsonl and --out must be different files")
-    monitor = args.jsonl is not None or args.hysteresis is not None or args.alert_jump is not None
     if (args.hysteresis is not None or args.alert_jump is not None) and args.jsonl is None:
         raise ValueError("--hysteresis and --alert-jump need --jsonl (where the published thresholds and alerts go)")
+    # every output goes to a temporary file renamed onto it only once the replay has succeeded
+    with StagedOutputs() as stage:
+        return _replay(args, stage)
+
+
+def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
+    """The work of :func:`cmd_replay`, its files written through ``stage``."""
+    from .io import read_events
+    from .stream import StreamingThors
+
+    to_stdout = args.out == "-"
+    out_path = args.out if to_stdout else stage.path(args.out)
+    jsonl_path = args.jsonl if args.jsonl in (None, "-") else stage.path(args.jsonl)
+    plot_path = stage.path(args.plot) if args.plot else None
+    monitor = args.jsonl is not None or args.hysteresis is not None or args.alert_jump is not None
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      time_col=args.time_col, engine=args.engine)
     _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
@@ -826,9 +849,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     every = args.every
     xs, thrs, costs = [], [], []
     now = -math.inf
-    to_stdout = args.out == "-"
-    f = sys.stdout if to_stdout else open(args.out, "w", newline="")  # closed below
-    mon = _Monitor(args, held, ev.datetimes) if monitor else None
+    f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
+    mon = _Monitor(args, held, ev.datetimes, jsonl_path) if monitor else None
     bar = _progress(n, not args.no_progress)
     t0 = time.perf_counter()
     try:
@@ -871,19 +893,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
         if mon is not None:
             mon.close()
     secs = time.perf_counter() - t0
-    where = "standard output" if to_stdout else args.out
-    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
-          f"trajectory written to {where}", file=sys.stderr)
-    if args.plot:
+    if plot_path is not None:
         title = f"replay of {'standard input' if args.data == '-' else args.data}"
         if t is None:
             from .plotting import plot_trajectory
 
-            plot_trajectory(np.array(xs), np.array(thrs, dtype=float), np.array(costs, dtype=float), args.plot,
+            plot_trajectory(np.array(xs), np.array(thrs, dtype=float), np.array(costs, dtype=float), plot_path,
                             title=title)
         else:
             _plot_over_time(np.array(xs, dtype=float), np.array(thrs, dtype=float), np.array(costs, dtype=float),
-                            args.plot, dates=ev.datetimes, title=title)
+                            plot_path, dates=ev.datetimes, title=title)
+    where = "standard output" if to_stdout else args.out
+    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
+          f"trajectory written to {where}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -201,6 +201,8 @@ def _columns(header: list[str], wanted: dict[str, str | None], name: str) -> dic
             continue
         if col not in names:
             raise InputError(f"{name}: no column {col!r} (the {role} column); columns are {names}")
+        if names.count(col) > 1:  # which one is meant? (every reader refuses it alike)
+            raise InputError(f"{name}: the column {col!r} appears {names.count(col)} times; name it once")
         idx[role] = names.index(col)
     return idx
 
@@ -389,9 +391,6 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         pf = pq.ParquetFile(src.arrow())
         names = pf.schema_arrow.names
         _columns(names, wanted, name)
-        for c in cols:
-            if names.count(c) > 1:
-                raise InputError(f"{name}: the column {c!r} appears {names.count(c)} times; name it once")
         table = pf.read(columns=cols)
     except InputError:
         raise

@@ -233,7 +233,10 @@ def write_release(doc: dict[str, Any], path: str) -> None:
     text = dumps_release(doc)
     path = replace_target(path)  # a symlink's target; never a FIFO or device
     d = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".thors-release-", dir=d)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".thors-release-", dir=d)
+    except OSError as exc:  # (named after the release, not the temporary file)
+        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

@@ -338,8 +338,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if self._selector is not None:
             self._source = self._selector
             self._thors = self._selector.experts[-1]
-        # pos_label True, 1, np.True_...: labels 0/1/False/True, decisions True/False
-        self._plain_labels = pos_label is True or (neg_label is None and _is_one(pos_label))
+        # pos_label True, 1, np.True_... without a neg_label: labels 0/1/False/True, decisions
+        # True/False (with a neg_label, decisions are pos_label or neg_label, whatever pos_label is)
+        self._plain_labels = neg_label is None and (pos_label is True or _is_one(pos_label))
         self._neg_seen: Hashable = False if self._plain_labels and neg_label is None else neg_label
         self._timed = period is not None
         self._last_t = -math.inf
@@ -846,6 +847,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             got = "no array" if scores is None else f"shape {scores.shape}"
             raise ValueError(f"{where} is invalid: array 'pending_scores' must hold one score per pending key "
                              f"({len(keys)}), got {got}")
+        finite = np.isfinite(scores)
+        if not finite.all():
+            i = int(np.flatnonzero(~finite)[0])
+            raise ValueError(f"{where} is invalid: array 'pending_scores' holds {float(scores[i])!r} at {i} "
+                             f"(the score pending under key {keys[i]!r}); scores are finite")
         pending = collections.OrderedDict(zip(keys, scores.tolist()))
         if len(pending) != len(keys):
             raise ValueError(f"{where} is invalid: state.pending_keys holds a key twice")

@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from ._checkpoint_check import _bad
 from ._validation import check_labels, check_scores, check_weights, real_number
 from .batch import thors_threshold
 from .result import DEFAULT_MIN_PER_CLASS, ThresholdResult
+
+if TYPE_CHECKING:
+    from .stream import StreamingThors
 
 __all__ = ["SegmentPlan", "SegmentedStreamingThors", "pooled_threshold", "segment_thresholds",
            "thors_by_segment"]
@@ -198,17 +201,22 @@ class SegmentedStreamingThors:
 
     def __init__(self, *, fn_cost: float, fp_cost: float, window: int | None = None, period: float | None = None,
                  max_segments: int = 10_000, min_per_class: int = DEFAULT_MIN_PER_CLASS, **kw: Any) -> None:
-        from .stream import StreamingThors
-
         if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
             raise ValueError(f"max_segments must be an integer >= 1, got {max_segments!r}")
-        self._make: Callable[[], StreamingThors] = lambda: StreamingThors(
-            fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
+        # the settings every segment's summary is made with (kept as data, not a closure, so
+        # that the object pickles)
+        self._settings: dict[str, Any] = dict(fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
         self.max_segments = max_segments
         self.min_per_class = min_per_class
         self.global_summary = self._make()
         self._seg: OrderedDict[Hashable, Any] = OrderedDict()
         self.evicted = 0
+
+    def _make(self) -> StreamingThors:
+        """A new summary with this object's settings."""
+        from .stream import StreamingThors
+
+        return StreamingThors(**self._settings)
 
     def update(self, segment: Hashable, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
         """Learn one labelled event of ``segment`` (and of the global summary)."""

@@ -43,7 +43,7 @@ import numpy as np
 
 from ._checkpoint_check import _bad
 from ._core import PyCore
-from ._validation import check_label, check_score, check_weight, check_weighted_costs
+from ._validation import check_label, check_score, check_weight, check_weighted_costs, real_number
 from .stream import StreamingThors
 
 try:
@@ -135,7 +135,10 @@ class WindowSelector:
         self._experts = [StreamingThors(fn_cost=fn_cost, fp_cost=fp_cost, window=w, class_prior=class_prior)
                          for w in wins]
         self.fn_cost, self.fp_cost = self._experts[0].fn_cost, self._experts[0].fp_cost
-        self.default_threshold = check_score(default_threshold)
+        self.default_threshold = real_number(default_threshold, "default_threshold")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an integer, got {seed!r}")
+        seed = int(seed)
         self.windows = tuple(wins)
         self.names = tuple(f"window {w}" for w in wins) + ("default",)
         k = len(wins) + 1
