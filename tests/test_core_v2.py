@@ -287,6 +287,79 @@ def test_bulk_load_leaves_room_for_a_sliding_window():
     assert stt.get() == thors_threshold(s[-n:], y[-n:], fn_cost=10, fp_cost=1).threshold
 
 
+def _update_from_another_thread(stt, score, y, w=1.0):
+    """Start ``stt.update`` in a thread and give it half a second: whether it finished (an
+    update that ran beside the caller, as the compiled fast path does when it is not told
+    that the object is busy). The thread is returned to be joined later."""
+    th = threading.Thread(target=stt.update, args=(score, y, w))
+    th.start()
+    th.join(0.5)
+    return th, not th.is_alive()
+
+
+@pytest.mark.parametrize("cfg", BACKENDS)
+def test_pickle_snapshot_is_not_interleaved_with_a_fast_update(cfg, monkeypatch):
+    """Found by an adversarial review: __getstate__ took the lock without telling the
+    compiled core, so a fast-path update from another thread landed between the reads of
+    the tree and of the queue; the copy held one window of keys and another of queued
+    events, and its next update raised KeyError. Now an update from another thread waits."""
+    stt = StreamingThors(fn_cost=4, fp_cost=1, window=3, **cfg)
+    stt.update_many([0.1, 0.2, 0.3], [0, 1, 0])
+    ran = []
+    original = type(stt)._core_arrays
+
+    def snapshot_with_a_concurrent_update(self):
+        rows = original(self)
+        th, finished = _update_from_another_thread(self, 0.9, 1, 2.0)
+        ran.append((th, finished))
+        return rows
+
+    monkeypatch.setattr(type(stt), "_core_arrays", snapshot_with_a_concurrent_update)
+    state = stt.__getstate__()
+    monkeypatch.undo()
+    th, finished = ran[0]
+    th.join()
+    assert not finished  # it waited for the snapshot
+    copy = StreamingThors.__new__(StreamingThors)
+    copy.__setstate__(state)
+    copy.update(0.5, 0)  # expires 0.1, which its tree holds
+    fresh = StreamingThors(fn_cost=4, fp_cost=1, window=3)
+    fresh.update_many([0.2, 0.3, 0.5], [1, 0, 0])
+    assert all(np.array_equal(a, b) for a, b in zip(copy.held(), fresh.held())) and copy.get() == fresh.get()
+    assert len(stt) == 3 and 0.9 in stt.held()[0].tolist()  # the waiting update went in after
+
+
+@pytest.mark.parametrize("cfg", BACKENDS)
+def test_merge_snapshot_is_not_interleaved_with_a_fast_update(cfg, monkeypatch):
+    """Found by the same review: merge read the other summary's tree, then its queue (for the
+    weight ledger), under its lock but with its core not told: an update of a weighted
+    event between the two left the union's ledger and tree apart (a revert of that weight
+    was accepted for an event weighing another, and save() wrote a file load() refused)."""
+    import thors_stream._stream_store as store
+
+    other = StreamingThors(fn_cost=4, fp_cost=1, window=3, **cfg)
+    other.update_many([0.1, 0.2, 0.3], [0, 1, 0], [2.0, 2.0, 2.0])
+    ran = []
+    original = store.export_lo
+
+    def export_with_a_concurrent_update(tree):
+        th, finished = _update_from_another_thread(other, 0.9, 1, 2.0)
+        ran.append((th, finished))
+        return original(tree)
+
+    monkeypatch.setattr(store, "export_lo", export_with_a_concurrent_update)
+    hub = StreamingThors(fn_cost=4, fp_cost=1, **cfg)
+    hub.merge(other)
+    monkeypatch.undo()
+    th, finished = ran[0]
+    th.join()
+    assert not finished
+    with pytest.raises(KeyError):
+        hub.revert(0.2, 1, 1.0)  # the held event at 0.2 weighs 2.0
+    hub.revert(0.2, 1, 2.0)
+    assert len(hub) == 2
+
+
 @pytest.mark.parametrize("cfg", BACKENDS)
 def test_two_threads_on_one_summary(cfg):
     """Issue 13: concurrent update / update_many / revert / get on one object keep it
