@@ -26,13 +26,13 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["_locked", "held"]
+__all__ = ["_locked", "holding"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 @contextlib.contextmanager
-def held(obj: Any) -> Iterator[None]:
+def holding(obj: Any) -> Iterator[None]:
     """Hold ``obj``'s lock with its compiled core told so, for the body of a ``with``: what
     every locked method does, for code that reads another object's state (a snapshot for
     a pickle or a merge), so that no fast-path update lands between its reads. O(1)."""
@@ -51,7 +51,7 @@ def _locked(method: F) -> F:
 
     @functools.wraps(method)
     def locked(self: Any, *args: Any, **kwargs: Any) -> Any:
-        with held(self):
+        with holding(self):
             return method(self, *args, **kwargs)
 
     return locked  # type: ignore[return-value]  # same signature: functools.wraps

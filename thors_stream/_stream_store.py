@@ -30,7 +30,7 @@ from ._backend import export_lo, export_rows, load_rows, make_core, resolve_back
 from ._core import queue_of
 from ._ledger import WeightLedger
 from ._queue import CANCELLED
-from ._stream_lock import _locked, held
+from ._stream_lock import _locked, holding
 from ._stream_state import StreamState
 from ._validation import weight_range
 
@@ -67,7 +67,7 @@ class StorePart(StreamState):
     def __getstate__(self) -> dict[str, Any]:
         # the core told too: a compiled fast-path update would otherwise land between the
         # reads of the tree and of the queue, and the snapshot would mix two moments
-        with held(self):
+        with holding(self):
             return self._getstate()
 
     def _getstate(self) -> dict[str, Any]:
@@ -142,7 +142,7 @@ class StorePart(StreamState):
         # a snapshot of the other summary under its own lock (its core told, so that no
         # fast-path update lands between the reads), then the union under ours (never both
         # locks at once: two threads merging each way cannot deadlock)
-        with held(other):
+        with holding(other):
             rows, lo = export_rows(other._tree), export_lo(other._tree)
             ledger = WeightLedger()
             if other._queue is None:
