@@ -770,6 +770,9 @@ class _Monitor:
         self.f.flush()
         if self.f is not sys.stdout:
             self.f.close()
+
+    def report(self) -> None:
+        """Say how many alerts the log holds (once the replay has succeeded)."""
         if self.n_alerts:
             print(f"{self.n_alerts:,} alert(s) written to {self.args.jsonl}", file=sys.stderr)
 
@@ -906,6 +909,8 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     where = "standard output" if to_stdout else args.out
     print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
           f"trajectory written to {where}", file=sys.stderr)
+    if mon is not None:
+        mon.report()
     return EXIT_OK
 
 
