@@ -39,12 +39,11 @@ import json
 import math
 import os
 import re
-import tempfile
 from typing import Any
 
 import numpy as np
 
-from ._files import replace_target
+from ._files import StagedOutputs, replace_target
 from .result import ThresholdResult
 
 __all__ = ["RELEASE_FORMAT", "RELEASE_VERSION", "evaluate_threshold", "read_release", "release_entry",
@@ -232,21 +231,10 @@ def write_release(doc: dict[str, Any], path: str) -> None:
     """Write the release atomically (a temporary file in the same directory, fsync, rename)."""
     text = dumps_release(doc)
     path = replace_target(path)  # a symlink's target; never a FIFO or device
-    d = os.path.dirname(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".thors-release-", dir=d)
-    except OSError as exc:  # (named after the release, not the temporary file)
-        raise OSError(exc.errno, f"cannot write {path}: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with StagedOutputs() as stage, open(stage.path(path), "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def read_release(path: str) -> dict[str, Any]:

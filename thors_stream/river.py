@@ -341,7 +341,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         # pos_label True, 1, np.True_... without a neg_label: labels 0/1/False/True, decisions
         # True/False (with a neg_label, decisions are pos_label or neg_label, whatever pos_label is)
         self._plain_labels = neg_label is None and (pos_label is True or _is_one(pos_label))
-        self._neg_seen: Hashable = False if self._plain_labels and neg_label is None else neg_label
+        self._neg_seen: Hashable = False if self._plain_labels else neg_label
         self._timed = period is not None
         self._last_t = -math.inf
         self._n_learned = 0
