@@ -212,3 +212,71 @@ def test_environment_variable_keeps_batches_in_one_thread(env, expected):
         environ["THORS_STREAM_BATCH_THREADS"] = env
     out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
     assert int(out.stdout) == expected
+
+
+def mixed_leaf_batches(rng, width, weights, n_batches=2):
+    """A window of W events whose oldest lie in [0, width), then batches in that range that
+    each leaf there sees several times over: keys that expire and are not seen again (a
+    slot closes), keys that expire and come back (a slot rewritten), new keys between held
+    ones (a slot opens) and more events at held keys (a slot rewritten), in one leaf."""
+    w_size, b = 50_000, 2_500  # 5,000 changes a batch: two threads, and below n / 6 (no rebuild)
+    assert width * w_size >= b * (n_batches + 2)  # room for the keys that expire and the held ones
+    grid = np.arange(w_size) / w_size
+    low = grid[grid < width]
+    old = rng.permutation(low)[: b * (n_batches + 1)]
+    rest = np.setdiff1d(grid, old)
+    base_keys = np.concatenate([old, rng.permutation(rest)])  # the oldest first
+    wt = (lambda m: rng.choice([1.0, 3.0, 0.5], m)) if weights else np.ones
+    base = (base_keys, rng.random(w_size) < 0.3, wt(w_size))
+    batches = [base]
+    for j in range(n_batches):
+        expiring = old[j * b : (j + 1) * b]
+        held = low[~np.isin(low, old[: (j + 1) * b])]
+        keys = np.concatenate([
+            rng.choice(expiring, b // 3, replace=False),  # expire and come back
+            rng.choice(held, b // 3),  # one more event at a held key (some twice)
+            rng.choice(low, b - 2 * (b // 3)) + 0.5 / w_size,  # between held keys
+        ])
+        keys = rng.permutation(keys)
+        batches.append((keys, rng.random(b) < 0.3, wt(b)))
+    return w_size, batches
+
+
+@pytest.mark.parametrize("width", [0.25, 0.5])
+@pytest.mark.parametrize("weights", [False, True])
+def test_leaves_changed_at_many_keys_in_place(width, weights):
+    """The two threads plan each leaf's keys in one pass (a slot per key: closes, opens and
+    rewrites) before changing it; the plan is carried out with the slots moved by the keys
+    that left or came in on their left. Leaves that take many keys of each kind in one
+    batch, against one thread, the per-event path and the python backend."""
+    rng = np.random.default_rng(int(width * 10) + 2 * weights)
+    w_size, batches = mixed_leaf_batches(rng, width, weights)
+    one, two = (StreamingThors(fn_cost=5, fp_cost=1, window=w_size) for _ in range(2))
+    feed(one, batches, 1)
+    before = counters()
+    assert feed(two, batches, 2)[0] == len(batches) - 1
+    multi = counters()[2] - before[2]
+    assert multi >= 50  # leaves changed in place at two keys or more
+    assert state(two) == state(one)
+    ref = StreamingThors(fn_cost=5, fp_cost=1, window=w_size, backend="python")
+    for b in batches:
+        ref.update_many(*b)
+    assert [a.tolist() for a in two.held()] == [a.tolist() for a in ref.held()]
+    assert (two.get(), two.cost) == (ref.get(), ref.cost)
+    single = StreamingThors(fn_cost=5, fp_cost=1, window=w_size)
+    single.update_many(*batches[0])
+    for b in batches[1:]:
+        for a, y, w in zip(*[x.tolist() for x in b]):
+            single.update(a, y, w)
+    assert state(two) == state(single)
+
+
+@settings(deadline=None, max_examples=10)
+@given(seed=st.integers(0, 2**32 - 1), width=st.floats(0.15, 0.6), weights=st.booleans())
+def test_leaves_changed_at_many_keys_in_place_random(seed, width, weights):
+    rng = np.random.default_rng(seed)
+    w_size, batches = mixed_leaf_batches(rng, width, weights, n_batches=1)
+    one, two = (StreamingThors(fn_cost=2, fp_cost=3, window=w_size) for _ in range(2))
+    feed(one, batches, 1)
+    assert feed(two, batches, 2)[0] == 1
+    assert state(two) == state(one)

@@ -1273,7 +1273,7 @@ fail:
 
 #define PAR_MIN 4096 /* below this many changes one thread does it all (a thread start costs ~50 us) */
 static int batch_threads = 2; /* tests: 1 = always serial */
-static long long two_thread_batches, deferred_runs; /* tests: what the two-thread path did */
+static long long two_thread_batches, deferred_runs, multi_key_leaves; /* tests: what the two-thread path did */
 
 typedef struct {
     CTree *t;
@@ -1284,45 +1284,55 @@ typedef struct {
     int32_t *paths;      /* per level-1 node touched: the path above it (node, idx per depth) */
     Py_ssize_t npaths;
     Py_ssize_t dkeys;    /* change in the number of keys */
+    Py_ssize_t multi;    /* leaves changed in place at two keys or more (tests) */
     PyThread_type_lock done;
 } Half;
 
 /* The events [q, r) all fall in leaf L: apply them in place if that keeps the leaf's
-   shape (returns 1), else change nothing (returns 0). */
+   shape (returns 1), else change nothing (returns 0). One pass plans each key's change (its
+   slot, whether it is held now and after, its new state: key_state), then the plan is
+   carried out: first the keys that leave, right to left (the slots planned for the keys on
+   their left stay right), then the others left to right, each slot moved by the keys that
+   left or came in on its left. The count never exceeds its final value, and the end state
+   is the one apply_runs gives (a key's result does not depend on the order in which keys
+   are applied). A leaf with more than PLAN_MAX keys changed is left to the serial pass. */
+#define PLAN_MAX 40
+typedef struct {
+    KeyState s;
+    Py_ssize_t u;   /* the key's first event */
+    int32_t pos;    /* its slot in the leaf as it was: the number of keys below it */
+    int8_t exists, keep;
+} KeyPlan;
+
 static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r) {
     const double *k = h->k;
-    KeyState s;
-    int exists;
-    /* dry run: the leaf's key count after the change, errors, and lo blocks to allocate */
+    KeyPlan plan[PLAN_MAX];
+    int np = 0;
     int32_t n = L->n, pos = 0;
     for (Py_ssize_t u = q, v; u < r; u = v) {
         for (v = u + 1; v < r && k[v] == k[u]; v++) {}
-        if (key_state(t, L, k, h->a1, h->a0, h->d1, h->d0, u, v, &pos, &s, &exists) < 0)
+        if (np == PLAN_MAX) return 0;
+        KeyPlan *p = &plan[np++];
+        int exists;
+        if (key_state(t, L, k, h->a1, h->a0, h->d1, h->d0, u, v, &pos, &p->s, &exists) < 0)
             return 0; /* the serial pass raises */
-        int keep = s.c1 + s.c0 > 0;
-        if (keep && L->lo == NIL && (s.l1 != 0.0 || s.l0 != 0.0)) return 0; /* would allocate */
+        int keep = p->s.c1 + p->s.c0 > 0;
+        if (keep && L->lo == NIL && (p->s.l1 != 0.0 || p->s.l0 != 0.0)) return 0; /* would allocate */
         n += (keep && !exists) - (!keep && exists);
+        p->u = u; p->pos = pos; p->exists = (int8_t)exists; p->keep = (int8_t)keep;
     }
     if (n < LMIN || n > LCAP) return 0;
-    /* the change, as apply_runs makes it: first the keys that leave (pass 0), then the others
-       (pass 1), so the count never exceeds its final value (a key's result does not depend on
-       the order in which keys are applied) */
-    for (int pass = 0; pass < 2; pass++) {
-        pos = 0;
-        for (Py_ssize_t u = q, v; u < r; u = v) {
-            for (v = u + 1; v < r && k[v] == k[u]; v++) {}
-            int rc = key_state(t, L, k, h->a1, h->a0, h->d1, h->d0, u, v, &pos, &s, &exists);
-            int keep = s.c1 + s.c0 > 0;
-            if (pass == 0) {
-                if (exists && !keep) { leaf_close(t, L, pos); h->dkeys--; }
-            } else if (rc == 0 && keep) {
-                /* (rc < 0 here: a key that pass 0 removed; it held events and its net change
-                   removes them all, so from zero its removals go below zero) */
-                if (!exists) { leaf_open(t, L, pos); L->key[pos] = k[u]; h->dkeys++; }
-                slot_write(t, L, pos, &s); /* no lo block to allocate: checked above */
-            }
-        }
+    for (int j = np - 1; j >= 0; j--)
+        if (plan[j].exists && !plan[j].keep) { leaf_close(t, L, plan[j].pos); h->dkeys--; }
+    int32_t shift = 0;
+    for (int j = 0; j < np; j++) {
+        const KeyPlan *p = &plan[j];
+        if (!p->keep) { shift -= p->exists; continue; }
+        int32_t at = p->pos + shift;
+        if (!p->exists) { leaf_open(t, L, at); L->key[at] = k[p->u]; h->dkeys++; shift++; }
+        slot_write(t, L, at, &p->s); /* no lo block to allocate: checked above */
     }
+    h->multi += np > 1;
     return 1;
 }
 
@@ -1400,7 +1410,7 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
         h->q0 = j ? split : 0; h->q1 = j ? m : split;
         h->defer = defer + 2 * h->q0; h->ndefer = 0;
         h->paths = paths + (Py_ssize_t)j * npath * 2 * (H - 1); h->npaths = 0;
-        h->dkeys = 0; h->done = NULL;
+        h->dkeys = 0; h->multi = 0; h->done = NULL;
     }
     /* the lock is held until the second thread releases it at its end */
     half[1].done = done;
@@ -1418,6 +1428,7 @@ static int apply_runs_two(CTree *t, const double *k, const double *a1, const dou
     PyThread_free_lock(done);
     two_thread_batches++;
     deferred_runs += half[0].ndefer + half[1].ndefer;
+    multi_key_leaves += half[0].multi + half[1].multi;
     /* serial: the key count, the stale marks above level 1, then the leaves left over */
     /* a leaf changed in place records its level-1 node's path */
     int changed = half[0].npaths + half[1].npaths > 0, rc = 0;
@@ -3090,9 +3101,10 @@ static PyObject *set_simd(PyObject *Py_UNUSED(module), PyObject *arg) {
 }
 
 /* _batch_counters() -> (batches applied by two threads, leaf runs they left to the serial
-   pass) since the module was loaded; tests only. */
+   pass, leaves they changed in place at two keys or more) since the module was loaded;
+   tests only. */
 static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
-    return Py_BuildValue("(LL)", two_thread_batches, deferred_runs);
+    return Py_BuildValue("(LLL)", two_thread_batches, deferred_runs, multi_key_leaves);
 }
 
 /* _fail_reserve_after(n): tests only, make the n+1-th later reserve() fail (-1: never). */
@@ -3108,7 +3120,7 @@ static PyMethodDef module_methods[] = {
      "selector_step(fixed, score, is_pos, w) -> threshold"},
     {"_set_simd", (PyCFunction)set_simd, METH_O, "_set_simd(on) -> previous; tests only"},
     {"_batch_counters", (PyCFunction)batch_counters, METH_NOARGS,
-     "_batch_counters() -> (two-thread batches, runs deferred to the serial pass); tests only"},
+     "_batch_counters() -> (two-thread batches, runs deferred to the serial pass, leaves changed in place at two keys or more); tests only"},
     {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
      "_set_batch_threads(n): tests only; 1 = every batch in one thread, 2 = large batches in two; returns the old value"},
     {"_set_rebuild_ratio", (PyCFunction)set_rebuild_ratio, METH_O,
