@@ -1336,39 +1336,58 @@ static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r)
     return 1;
 }
 
+/* One leaf's events, found by the finger that runs ahead: the leaf, its parent (the level-1
+   node) and its slot there, the path above that node, and the leaf's first event. */
+typedef struct {
+    int32_t leaf, node1, idx1;
+    Py_ssize_t q0;
+    int32_t path[2 * (MAXH - 1)];
+} LeafAhead;
+
 static void half_run(void *arg) {
-    enum { AHEAD = 8 };
+    enum { AHEAD = 6, RING = 16 }; /* AHEAD leaves (paired A/Bs at 1e6: 6 a little faster than 8 or 12) */
+    _Static_assert(AHEAD < RING, "the ring holds the leaf at hand and AHEAD more");
     Half *h = arg;
     CTree *t = h->t;
     const double *k = h->k;
     int H = t->height; /* >= 2 */
-    Finger ahead = {0}, at = {0};
-    Py_ssize_t qa = h->q0, q = h->q0;
-    int32_t parent = NIL;
-    while (q < h->q1) {
-        int32_t leaf = finger_descend(t, &at, k[q], 0);
-        double hi = at.hi[H - 1];
-        int last = hi == INFINITY;
-        Py_ssize_t r = q + 1;
-        while (r < h->q1 && (k[r] < hi || last)) r++;
-        for (; qa < h->q1 && qa < r + AHEAD; qa++) prefetch_leaf_l2(t, finger_descend(t, &ahead, k[qa], 0));
-        Leaf *L = &t->leaves[leaf];
+    Finger ahead = {0};
+    LeafAhead ring[RING];
+    Py_ssize_t qa = h->q0;
+    long head = 0, tail = 0;
+    int32_t last = NIL, parent = NIL;
+    for (;;) {
+        /* the finger runs over the events until it knows AHEAD leaves past the one at hand,
+           prefetching each leaf as it meets it */
+        while (qa < h->q1 && head - tail <= AHEAD) {
+            int32_t leaf = finger_descend(t, &ahead, k[qa], 0);
+            if (leaf != last) {
+                last = leaf;
+                LeafAhead *e = &ring[head++ % RING];
+                e->leaf = leaf; e->q0 = qa; e->node1 = ahead.node[H - 1]; e->idx1 = ahead.idx[H - 1];
+                for (int l = 0; l < H - 1; l++) { e->path[2 * l] = ahead.node[l]; e->path[2 * l + 1] = ahead.idx[l]; }
+                prefetch_leaf_l2(t, leaf);
+            }
+            qa++;
+        }
+        if (tail == head) break;
+        const LeafAhead *e = &ring[tail % RING];
+        Py_ssize_t q = e->q0, r = tail + 1 < head ? ring[(tail + 1) % RING].q0 : qa;
+        Leaf *L = &t->leaves[e->leaf];
         if (leaf_in_place(t, L, h, q, r)) {
-            Inner *P = &t->inners[at.node[H - 1]];
-            int32_t i = at.idx[H - 1];
-            leaf_agg(t, L, &P->agg[i]);
-            P->mask &= ~BIT(i);
-            if (at.node[H - 1] != parent) { /* the path above this level-1 node, marked later */
-                parent = at.node[H - 1];
-                int32_t *p = h->paths + h->npaths * 2 * (H - 1);
-                for (int l = 0; l < H - 1; l++) { p[2 * l] = at.node[l]; p[2 * l + 1] = at.idx[l]; }
+            Inner *P = &t->inners[e->node1];
+            leaf_agg(t, L, &P->agg[e->idx1]);
+            P->mask &= ~BIT(e->idx1);
+            if (e->node1 != parent) { /* the path above this level-1 node, marked later */
+                parent = e->node1;
+                memcpy(h->paths + h->npaths * 2 * (H - 1), e->path, (size_t)(2 * (H - 1)) * sizeof(int32_t));
                 h->npaths++;
             }
         } else {
             h->defer[2 * h->ndefer] = q; h->defer[2 * h->ndefer + 1] = r;
             h->ndefer++;
         }
-        q = r;
+        tail++;
     }
     if (h->done) PyThread_release_lock(h->done);
 }
