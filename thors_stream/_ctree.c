@@ -2517,6 +2517,64 @@ static double range_min(CTree *t, int32_t node, int level, double acc, double L,
 }
 
 /* range_best(lo, hi) -> (min prefix, key) over keys in [lo, hi); (inf, nan) when none. O(log n). */
+/* range_min for a range bounded on one side by a rank, in one descent (no kth first, no
+   recursion): lower = 1, the keys from the one holding the k-th negative on (max_fpr);
+   lower = 0, the keys below the one holding the k-th positive (max_fnr). Candidates are
+   compared in key order, ties to the lower key, as range_min does: going down, the ones
+   on the left of the path (lower = 0) come before the deeper ones, and the ones on its
+   right (lower = 1) after them. O(height * ICAP + LCAP). */
+static void rank_min(CTree *t, int lower, double k, double *best, double *bk) {
+    double acc = 0.0, cnt = 0.0, a = t->a, b = t->b;
+    int32_t node = t->root;
+    for (int l = 0; l < t->height; l++) {
+        const Inner *N = &t->inners[node];
+        int32_t i = 0, n = N->n;
+        for (; i < n; i++) {
+            const Agg *g = &N->agg[i];
+            double c = lower ? g->c0 : g->c1;
+            if (cnt + c >= k) break;
+            cnt += c;
+            if (!lower) {
+                double p = acc + g->minp;
+                if (p < *best) { *best = p; *bk = g->argk; }
+            }
+            acc += g->sum;
+        }
+        if (i == n) return; /* fewer than k: no key in range (lower), or every key (the loop took them) */
+        if (lower) { /* the children right of the path: before the deeper keys' candidates in a tie */
+            double loc = INFINITY, lk = NAN, r = acc + N->agg[i].sum;
+            for (int32_t j = i + 1; j < n; j++) {
+                double p = r + N->agg[j].minp;
+                if (p < loc) { loc = p; lk = N->agg[j].argk; }
+                r += N->agg[j].sum;
+            }
+            if (!isnan(lk) && loc <= *best) { *best = loc; *bk = lk; }
+        }
+        node = N->child[i];
+    }
+    Leaf *L = &t->leaves[node];
+    int32_t i = 0, n = L->n;
+    for (; i < n; i++) {
+        uint32_t c1, c0;
+        get_counts(L, i, &c1, &c0);
+        if (cnt + (lower ? c0 : c1) >= k) break;
+        cnt += lower ? c0 : c1;
+        double h1, h0;
+        get_hi(t, L, i, &h1, &h0);
+        acc += a * h1 - b * h0;
+        if (!lower && acc < *best) { *best = acc; *bk = L->key[i]; }
+    }
+    if (!lower || i == n) return;
+    double loc = INFINITY, lk = NAN;
+    for (; i < n; i++) {
+        double h1, h0;
+        get_hi(t, L, i, &h1, &h0);
+        acc += a * h1 - b * h0;
+        if (acc < loc) { loc = acc; lk = L->key[i]; }
+    }
+    if (!isnan(lk) && loc <= *best) { *best = loc; *bk = lk; }
+}
+
 static PyObject *CTree_range_best(CTree *self, PyObject *args) {
     double lo, hi, best = INFINITY, key = NAN;
     if (!PyArg_ParseTuple(args, "dd", &lo, &hi)) return NULL;
@@ -2554,6 +2612,19 @@ static double kth(CTree *self, int cls, double k) {
 
 /* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
    reaches k (>= 1); inf when it never does. O(log n). */
+/* rank_best(lower, k) -> (min prefix, key): range_best over the keys from the k-th
+   negative's on (lower = 1) or below the k-th positive's (lower = 0), in one descent
+   (rank_min; tests compare it with range_best). */
+static PyObject *CTree_rank_best(CTree *self, PyObject *args) {
+    int lower;
+    double k, best = INFINITY, key = NAN;
+    if (!PyArg_ParseTuple(args, "pd", &lower, &k)) return NULL;
+    if (!(k >= 1.0)) { PyErr_SetString(PyExc_ValueError, "rank_best: k must be >= 1"); return NULL; }
+    clean(self);
+    if (self->n_keys) rank_min(self, lower, k, &best, &key);
+    return Py_BuildValue("(dd)", best, key);
+}
+
 static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
     int cls;
     double k;
@@ -2617,8 +2688,16 @@ static PyObject *CTree_np_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
     {
         double lo = k0 > 0 ? kth(self, 0, (double)k0) : -INFINITY;
         double hi = self->np1 ? kth(self, 1, (double)m1 + 1.0) : INFINITY;
+        /* get()'s answer meets the constraints (they do not bind): it is this one too, read
+           off the root in O(1), so the two agree to the bit (the range walk below sums in
+           another order, and could differ from get() at a near-tie of inexact sums) */
+        double top = self->top.minp < 0.0 ? self->top.argk : -INFINITY;
+        if (k0 == 0 && top == -INFINITY) return PyFloat_FromDouble(top); /* lo is -inf, hi > -inf */
+        if (self->top.argk >= lo && self->top.argk < hi) return PyFloat_FromDouble(self->top.argk);
         double best = k0 == 0 ? 0.0 : INFINITY, key = k0 == 0 ? -INFINITY : NAN;
-        range_min(self, self->root, self->height, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
+        if (k0 > 0 && !self->np1) rank_min(self, 1, (double)k0, &best, &key);
+        else if (k0 == 0 && self->np1) rank_min(self, 0, (double)m1 + 1.0, &best, &key);
+        else range_min(self, self->root, self->height, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
         if (best == INFINITY) goto slow;
         return PyFloat_FromDouble(key);
     }
@@ -2875,6 +2954,8 @@ static PyMethodDef CTree_methods[] = {
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},
     {"range_best", (PyCFunction)CTree_range_best, METH_VARARGS, "range_best(lo, hi) -> (min prefix, key) over lo <= key < hi"},
     {"kth_key", (PyCFunction)CTree_kth_key, METH_VARARGS, "kth_key(cls, k) -> smallest key where class count reaches k"},
+    {"rank_best", (PyCFunction)CTree_rank_best, METH_VARARGS,
+     "rank_best(lower, k) -> (min prefix, key) from the k-th negative's key on (lower) or below the k-th positive's"},
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},
     {"export_lo", (PyCFunction)CTree_export_lo, METH_NOARGS, "export_lo() -> bytes (2 x n float64)"},
     {"nbytes", (PyCFunction)CTree_nbytes, METH_NOARGS, "bytes held by the node arenas, the ring and the revert predictor's queue"},
