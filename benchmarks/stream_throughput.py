@@ -29,7 +29,9 @@ engine's figures are the recorded run in ``benchmarks/results/stream_throughput.
 the treap engine (commit a867962), quoted, not re-run.
 
 Timings are the median of per-chunk means (500 events a chunk), best of three passes,
-so a stray pause does not move them; the machine's other load still does.
+so a stray pause does not move them; the machine's other load still does. A ratio takes
+five passes of each side, alternated, and divides their best: a pass that a neighbour's
+load slowed on one side then no longer decides it.
 
 Run: ``python benchmarks/stream_throughput.py`` (~3 min; ``--quick`` for a smoke run).
 """
@@ -145,7 +147,7 @@ def revert_passes(s, y, n, events, backend) -> Callable[[int], float]:
     return lambda p: chunked(step, n + p * events, events)
 
 
-def interleaved_ratio(num: Callable[[int], float], den: Callable[[int], float], passes: int = 3) -> float:
+def interleaved_ratio(num: Callable[[int], float], den: Callable[[int], float], passes: int = 5) -> float:
     """``num``'s time over ``den``'s, their passes interleaved (den, num, den, ...) so that
     both see the same moments of the machine's other load: best pass of each, divided."""
     d, n = [], []
@@ -223,7 +225,7 @@ def sizes_table(sizes: list[int], events: int, backends: list[str]) -> None:
 
 def targets_table(events: int, quick: bool) -> None:
     big, mid, small = (10_000, 2_000, 1_000) if quick else (1_000_000, 100_000, 10_000)
-    s, y = make_stream(big + max(4 * events, 160_000) + 10)
+    s, y = make_stream(big + max(6 * events, 160_000) + 10)
     rows = []
     w_big, st_big = time_window(s, y, big, events, "c")
     w_mid, _ = time_window(s, y, mid, events, "c")
@@ -249,7 +251,7 @@ def targets_table(events: int, quick: bool) -> None:
                               window_passes(s, y, small, events, "c")[0])
     rows.append((f"Neyman-Pearson max_fpr=0.1 at {small:.0e} / plain (ratio, interleaved)", ratio, 1.5,
                  PREVIOUS["np 1e4"] / PREVIOUS["plain 1e4"]))
-    sb, yb = make_stream(small + 4 * events + 10, pos_rate=0.3)
+    sb, yb = make_stream(small + 6 * events + 10, pos_rate=0.3)
     np_run, np_st = window_passes(sb, yb, small, events, "c", max_fpr=0.1)
     plain_run, plain_st = window_passes(sb, yb, small, events, "c")
     ratio = interleaved_ratio(np_run, plain_run)
