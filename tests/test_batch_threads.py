@@ -200,7 +200,13 @@ def test_changes_at_held_scores_only(extra):
     assert state(two) == state(one)
 
 
-@pytest.mark.parametrize("env, expected", [("1", 1), ("2", 2), (None, 2)])
+def _two_cpus() -> bool:
+    import os
+
+    return len(os.sched_getaffinity(0)) >= 2 if hasattr(os, "sched_getaffinity") else True
+
+
+@pytest.mark.parametrize("env, expected", [("1", 1), ("2", 2), (None, 2 if _two_cpus() else 1)])
 def test_environment_variable_keeps_batches_in_one_thread(env, expected):
     import os
     import subprocess
@@ -212,6 +218,43 @@ def test_environment_variable_keeps_batches_in_one_thread(env, expected):
         environ["THORS_STREAM_BATCH_THREADS"] = env
     out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
     assert int(out.stdout) == expected
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="no CPU affinity on this platform")
+@pytest.mark.parametrize("env, expected", [(None, 1), ("2", 2)])
+def test_one_cpu_keeps_batches_in_one_thread(env, expected):
+    """A process that may run on one CPU only applies every batch in the calling thread (a
+    second thread would only take turns with it, while it spins waiting for that thread),
+    unless THORS_STREAM_BATCH_THREADS=2 asks for two; its batches give the same answers."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "import numpy as np\n"
+        "from thors_stream import StreamingThors\n"
+        "from thors_stream._ctree import _set_batch_threads, _batch_counters\n"
+        "rng = np.random.default_rng(2); s = StreamingThors(fn_cost=3, fp_cost=1, window=100_000)\n"
+        "s.update_many(rng.random(100_000), rng.random(100_000) < 0.3)\n"
+        "s.update_many(rng.random(8_000), rng.random(8_000) < 0.3)\n"
+        "print(_batch_counters()[0], s.get(), len(s))\n"
+        "print(_set_batch_threads(1))\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if k != "THORS_STREAM_BATCH_THREADS"}
+    if env is not None:
+        environ["THORS_STREAM_BATCH_THREADS"] = env
+    out = subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True, text=True, check=True)
+    first, second = out.stdout.split("\n")[:2]
+    used, threshold, held = first.split()
+    assert int(second) == expected
+    assert int(used) == (expected == 2)
+    rng = np.random.default_rng(2)
+    ref = StreamingThors(fn_cost=3, fp_cost=1, window=100_000)
+    ref.update_many(rng.random(100_000), rng.random(100_000) < 0.3)
+    with threads(1):
+        ref.update_many(rng.random(8_000), rng.random(8_000) < 0.3)
+    assert (float(threshold), int(held)) == (ref.get(), len(ref))
 
 
 def mixed_leaf_batches(rng, width, weights, n_batches=2):
