@@ -509,3 +509,27 @@ def test_rank_descent_breaks_ties_across_levels_to_the_lower_key(seed):
     _, _, c1, c0 = tree.totals()
     assert_rank_descent(tree, True, range(1, int(c0) + 2, 37))
     assert_rank_descent(tree, False, range(1, int(c1) + 2, 37))
+
+
+@pytest.mark.skipif("c" not in available_backends(), reason="compiled backend not built")
+@pytest.mark.parametrize("mode", ["fpr", "fnr", "both"])
+@pytest.mark.parametrize("pos", [0.05, 0.5])
+def test_fast_and_slow_reads_choose_alike_on_inexact_sums(mode, pos):
+    """The compiled fast read (np_get) and the Python slow path (which refills its rank
+    tables: the first read after the counts leave them) choose with one function, so with
+    weights whose sums round they give the same threshold, to the bit, and the cost
+    belongs to it."""
+    rng = np.random.default_rng(int(pos * 100) + len(mode))
+    n = 40_000
+    y = rng.random(n) < pos
+    s = np.round(rng.normal(size=n) + 3 * y, 3)  # separated enough for both caps at once
+    w = rng.uniform(0.1, 3.0, n)
+    kw = np_kwargs(mode, 0.2, 0.9)
+    st_ = StreamingThors(fn_cost=3.7, fp_cost=1.3, backend="c", window=30_000, **kw)
+    for lo in range(0, n, 5_000):
+        st_.update_many(s[lo : lo + 5_000], y[lo : lo + 5_000], w[lo : lo + 5_000])
+        empty = np.zeros(0, np.int64)  # rank tables that cover no count: the next read takes the slow path
+        st_._tree.set_np_tables(int(mode != "fnr"), 0, empty, int(mode != "fpr"), 0, empty)
+        slow = st_.get()
+        fast = st_.get()
+        assert slow == fast == st_._np_best()[1]

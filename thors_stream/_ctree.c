@@ -2589,6 +2589,39 @@ static void rank_min(CTree *t, int lower, double k, double *best, double *bk) {
     if (!isnan(lk) && loc <= *best) { *best = loc; *bk = lk; }
 }
 
+/* The Neyman-Pearson choice among the held keys (n_keys > 0): the cheapest key from the one
+   holding the k0-th negative on (k0 > 0) and, when np1, below the one holding the
+   (m1 + 1)-th positive; with k0 = 0 the threshold -inf (the empty prefix, 0) is admissible
+   too and wins ties. *best = INFINITY when nothing is admissible. get()'s plain answer when
+   it is admissible (read off the root, so the two modes then agree to the bit: the walks
+   below sum in another order, and could differ from it at a near-tie of inexact sums); else
+   one descent by rank for one bound (rank_min), or the range walk for two. O(log n). Both
+   np_get and the Python slow path (np_best) choose here, so they agree to the bit too. */
+static double kth(CTree *self, int cls, double k);
+static void np_choose(CTree *t, long long k0, int np1, long long m1, double *best, double *key) {
+    clean(t);
+    double lo = k0 > 0 ? kth(t, 0, (double)k0) : -INFINITY;
+    double hi = np1 ? kth(t, 1, (double)m1 + 1.0) : INFINITY;
+    if (k0 == 0 && !(t->top.minp < 0.0)) { *best = 0.0; *key = -INFINITY; return; } /* no key below 0 */
+    if (t->top.argk >= lo && t->top.argk < hi) { *best = t->top.minp; *key = t->top.argk; return; }
+    *best = k0 == 0 ? 0.0 : INFINITY; *key = k0 == 0 ? -INFINITY : NAN;
+    if (k0 > 0 && !np1) rank_min(t, 1, (double)k0, best, key);
+    else if (k0 == 0 && np1) rank_min(t, 0, (double)m1 + 1.0, best, key);
+    else range_min(t, t->root, t->height, 0.0, -INFINITY, INFINITY, lo, hi, best, key);
+}
+
+/* np_best(k0, np1, m1) -> (min prefix, key): np_choose (inf, nan when nothing is admissible). */
+static PyObject *CTree_np_best(CTree *self, PyObject *args) {
+    long long k0, m1;
+    int np1;
+    double best = INFINITY, key = NAN;
+    if (!PyArg_ParseTuple(args, "LpL", &k0, &np1, &m1)) return NULL;
+    if (k0 < 0 || m1 < 0) { PyErr_SetString(PyExc_ValueError, "np_best: ranks must be >= 0"); return NULL; }
+    if (refuse_broken(self) < 0) return NULL;
+    if (self->n_keys) np_choose(self, k0, np1, m1, &best, &key);
+    return Py_BuildValue("(dd)", best, key);
+}
+
 static PyObject *CTree_range_best(CTree *self, PyObject *args) {
     double lo, hi, best = INFINITY, key = NAN;
     if (!PyArg_ParseTuple(args, "dd", &lo, &hi)) return NULL;
@@ -2700,18 +2733,8 @@ static PyObject *CTree_np_get(CTree *self, PyObject *Py_UNUSED(ignored)) {
         m1 = self->m1_tab[i];
     }
     {
-        double lo = k0 > 0 ? kth(self, 0, (double)k0) : -INFINITY;
-        double hi = self->np1 ? kth(self, 1, (double)m1 + 1.0) : INFINITY;
-        /* get()'s answer meets the constraints (they do not bind): it is this one too, read
-           off the root in O(1), so the two agree to the bit (the range walk below sums in
-           another order, and could differ from get() at a near-tie of inexact sums) */
-        double top = self->top.minp < 0.0 ? self->top.argk : -INFINITY;
-        if (k0 == 0 && top == -INFINITY) return PyFloat_FromDouble(top); /* lo is -inf, hi > -inf */
-        if (self->top.argk >= lo && self->top.argk < hi) return PyFloat_FromDouble(self->top.argk);
-        double best = k0 == 0 ? 0.0 : INFINITY, key = k0 == 0 ? -INFINITY : NAN;
-        if (k0 > 0 && !self->np1) rank_min(self, 1, (double)k0, &best, &key);
-        else if (k0 == 0 && self->np1) rank_min(self, 0, (double)m1 + 1.0, &best, &key);
-        else range_min(self, self->root, self->height, 0.0, -INFINITY, INFINITY, lo, hi, &best, &key);
+        double best, key;
+        np_choose(self, k0, self->np1, m1, &best, &key);
         if (best == INFINITY) goto slow;
         return PyFloat_FromDouble(key);
     }
@@ -2968,6 +2991,8 @@ static PyMethodDef CTree_methods[] = {
     {"totals_upto", (PyCFunction)CTree_totals_upto, METH_O, "totals_upto(key) -> (w1, w0, c1, c0)"},
     {"range_best", (PyCFunction)CTree_range_best, METH_VARARGS, "range_best(lo, hi) -> (min prefix, key) over lo <= key < hi"},
     {"kth_key", (PyCFunction)CTree_kth_key, METH_VARARGS, "kth_key(cls, k) -> smallest key where class count reaches k"},
+    {"np_best", (PyCFunction)CTree_np_best, METH_VARARGS,
+     "np_best(k0, np1, m1) -> (min prefix, key): the Neyman-Pearson choice for rank bounds k0 and (when np1) m1"},
     {"rank_best", (PyCFunction)CTree_rank_best, METH_VARARGS,
      "rank_best(lower, k) -> (min prefix, key) from the k-th negative's key on (lower) or below the k-th positive's"},
     {"export", (PyCFunction)CTree_export, METH_NOARGS, "export() -> bytes (5 x n float64)"},

@@ -64,20 +64,18 @@ class NPReadPart(StreamState):
 
     def _np_best(self) -> tuple[float, float]:
         """Neyman-Pearson ``(min prefix, threshold)`` for the held events in O(log n): the
-        class counts aggregated in the tree give the admissible key range (a rank query),
-        a range query its cheapest key. Compiled backend only (see :meth:`_np_indexed`)."""
+        class counts give the admissible ranks, and the core chooses among the keys they
+        admit (``np_best``: plain mode's threshold when admissible, else a descent by rank or
+        a range walk). Compiled backend only (see :meth:`_np_indexed`)."""
         tree = self._tree
         w1, w0, c1, c0 = tree.totals()
         con = self._np_constraint(int(c0), int(c1))
-        lo = tree.kth_key(0, float(con.min_count0)) if con.min_count0 > 0 else -math.inf
-        hi = tree.kth_key(1, float(con.max_count1 + 1)) if self.max_fnr is not None else math.inf
         if self.class_prior is not None:
             a, b = class_coefficients(self.fn_cost, self.fp_cost, w0, w1, self.class_prior)
             tree.set_coefs(a, b)
-        best, key = (0.0, -math.inf) if con.min_count0 == 0 else (math.inf, math.nan)
-        m, k = tree.range_best(lo, hi)
-        if m < best:
-            best, key = m, k
+        # the compiled fast path (np_get) chooses with the same function: the two agree to the bit
+        fnr = self.max_fnr is not None
+        best, key = tree.np_best(int(con.min_count0), fnr, int(con.max_count1) if fnr else 0)
         if best == math.inf:  # nothing admissible: the exact path raises with the full message
             self._np_result()
         return best, key
