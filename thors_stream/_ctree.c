@@ -2530,7 +2530,6 @@ static double range_min(CTree *t, int32_t node, int level, double acc, double L,
     return acc;
 }
 
-/* range_best(lo, hi) -> (min prefix, key) over keys in [lo, hi); (inf, nan) when none. O(log n). */
 /* range_min for a range bounded on one side by a rank, in one descent (no kth first, no
    recursion): lower = 1, the keys from the one holding the k-th negative on (max_fpr);
    lower = 0, the keys below the one holding the k-th positive (max_fnr). Candidates are
@@ -2600,9 +2599,9 @@ static void rank_min(CTree *t, int lower, double k, double *best, double *bk) {
 static double kth(CTree *self, int cls, double k);
 static void np_choose(CTree *t, long long k0, int np1, long long m1, double *best, double *key) {
     clean(t);
+    if (k0 == 0 && !(t->top.minp < 0.0)) { *best = 0.0; *key = -INFINITY; return; } /* no key below 0 */
     double lo = k0 > 0 ? kth(t, 0, (double)k0) : -INFINITY;
     double hi = np1 ? kth(t, 1, (double)m1 + 1.0) : INFINITY;
-    if (k0 == 0 && !(t->top.minp < 0.0)) { *best = 0.0; *key = -INFINITY; return; } /* no key below 0 */
     if (t->top.argk >= lo && t->top.argk < hi) { *best = t->top.minp; *key = t->top.argk; return; }
     *best = k0 == 0 ? 0.0 : INFINITY; *key = k0 == 0 ? -INFINITY : NAN;
     if (k0 > 0 && !np1) rank_min(t, 1, (double)k0, best, key);
@@ -2622,6 +2621,7 @@ static PyObject *CTree_np_best(CTree *self, PyObject *args) {
     return Py_BuildValue("(dd)", best, key);
 }
 
+/* range_best(lo, hi) -> (min prefix, key) over keys in [lo, hi); (inf, nan) when none. O(log n). */
 static PyObject *CTree_range_best(CTree *self, PyObject *args) {
     double lo, hi, best = INFINITY, key = NAN;
     if (!PyArg_ParseTuple(args, "dd", &lo, &hi)) return NULL;
@@ -2657,8 +2657,6 @@ static double kth(CTree *self, int cls, double k) {
     return INFINITY;
 }
 
-/* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
-   reaches k (>= 1); inf when it never does. O(log n). */
 /* rank_best(lower, k) -> (min prefix, key): range_best over the keys from the k-th
    negative's on (lower = 1) or below the k-th positive's (lower = 0), in one descent
    (rank_min; tests compare it with range_best). */
@@ -2672,6 +2670,8 @@ static PyObject *CTree_rank_best(CTree *self, PyObject *args) {
     return Py_BuildValue("(dd)", best, key);
 }
 
+/* kth_key(cls, k) -> the smallest key at which the running count of class cls (1 or 0)
+   reaches k (>= 1); inf when it never does. O(log n). */
 static PyObject *CTree_kth_key(CTree *self, PyObject *args) {
     int cls;
     double k;
