@@ -18,7 +18,7 @@ PKG = pathlib.Path(thors_stream.__file__).parent
 
 # lowest first: a module may import modules of its own layer or below, never above
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations: validation, costs, version", {"_version", "_validation", "costs"}),
+    ("foundations: validation, costs, version", {"_version", "_validation", "costs", "margin"}),
     ("rows and containers", {"rows", "_queue", "_prefix", "_ledger", "_checkpoint_check", "checkpoint", "_files"}),
     ("the tree (compiled or numpy)", {"_core", "_backend"}),
     ("bounds", {"_band", "bounds", "planner"}),

@@ -13,7 +13,7 @@ its own layer or below (``tests/test_architecture.py`` checks it, and that no mo
 one that imports it back), lowest first:
 
 1. foundations: validation, costs, version (``_validation``, ``costs`` with
-   ``class_coefficients``, ``_version``);
+   ``class_coefficients``, the cost margin ``margin``, ``_version``);
 2. rows and containers (``rows``, the expiry queue, the numpy prefix structure, the weight
    ledger, checkpoint files, atomic file replacement);
 3. the tree (compiled or numpy) (``_core``, ``_backend``, the C extension ``_ctree``);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -9,6 +10,7 @@ import numpy as np
 
 from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
 from .costs import class_coefficients, resolve_costs
+from .margin import cost_margins, per_event_costs
 from .neyman_pearson import check_np_params, np_threshold_from_rows
 from .result import ThresholdResult
 from .rows import rows_by_score
@@ -28,6 +30,7 @@ def thors_threshold(
     max_fpr: float | None = None,
     max_fnr: float | None = None,
     confidence: float = 0.95,
+    decide_on: str = "score",
 ) -> ThresholdResult:
     """The THORS threshold: the order statistic of ``scores`` minimising total cost.
 
@@ -55,8 +58,11 @@ def thors_threshold(
     y
         Labels, bools or 0/1, same length.
     fn_cost, fp_cost
-        Cost of a false negative / false positive (both > 0). Or ``cost_matrix``
-        ``[[C00, C01], [C10, C11]]`` indexed ``[y_true][y_pred]``.
+        Cost of a false negative / false positive (both > 0), each a number or an array
+        of one cost per event (e.g. a missed fraud costs its amount: ``fn_cost=amounts``).
+        Or ``cost_matrix`` ``[[C00, C01], [C10, C11]]`` indexed ``[y_true][y_pred]``.
+        Per-event costs are sample weights: a positive weighs its ``fn_cost``, a negative
+        its ``fp_cost``, and the unit costs are 1, so ``cost`` is the money lost.
     sample_weight
         Optional per-event weights (finite, > 0), e.g. example-dependent costs.
     class_prior
@@ -71,6 +77,13 @@ def thors_threshold(
         every admissible threshold at once. With both set each gets half of
         ``1 - confidence``. The constraints use event counts (not weights or the
         prior); the cost uses weights and prior as usual. O(n log n) as well.
+    decide_on
+        ``"score"`` (default): threshold the scores. ``"margin"``: ``scores`` are
+        probabilities in ``[0, 1]`` and the threshold is chosen on each event's cost margin
+        ``logit(p) + log(fn_cost / fp_cost)`` (see :mod:`thors_stream.margin`), where
+        ``0`` is the per-event Bayes rule; decide new events with
+        ``result.predict(p, fn_cost=..., fp_cost=...)``. With per-event costs the margin
+        uses what each event's amount says, which one cut on the probability cannot.
 
     Raises
     ------
@@ -101,7 +114,20 @@ def thors_threshold(
     >>> r = thors_threshold(s, y, fn_cost=1, fp_cost=1, max_fpr=0.1, confidence=0.9)
     >>> r.threshold, r.cost, r.count_k0
     (0.85, 5.0, 30)
+
+    Per-event costs, decided on the cost margin: a missed fraud costs its amount, a review 5.
+
+    >>> p = [0.02, 0.30, 0.01, 0.60, 0.05]
+    >>> r = thors_threshold(p, [1, 0, 0, 1, 0], fn_cost=[900.0, 40.0, 12.0, 80.0, 30.0], fp_cost=5.0,
+    ...                     decide_on="margin")
+    >>> round(r.threshold, 3), r.cost, r.decide_on
+    (1.232, 0.0, 'margin')
     """
+    if decide_on not in ("score", "margin"):
+        raise ValueError(f"decide_on must be 'score' or 'margin', got {decide_on!r}")
+    if decide_on == "margin" or np.ndim(fn_cost) > 0 or np.ndim(fp_cost) > 0:
+        return _per_event(scores, y, fn_cost, fp_cost, cost_matrix, sample_weight, decide_on,
+                          class_prior=class_prior, max_fpr=max_fpr, max_fnr=max_fnr, confidence=confidence)
     costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
     prior = check_class_prior(class_prior)
     max_fpr, max_fnr, conf = check_np_params(max_fpr, max_fnr, confidence)
@@ -118,6 +144,34 @@ def thors_threshold(
     if w is None:
         return _unweighted(s, labels, costs.fn_cost, costs.fp_cost, prior)
     return _weighted(s, labels, w, costs.fn_cost, costs.fp_cost, prior)
+
+
+def _per_event(scores: Any, y: Any, fn_cost: Any, fp_cost: Any, cost_matrix: Any, sample_weight: Any,
+               decide_on: str, **kw: Any) -> ThresholdResult:
+    """Per-event costs (or the margin mode): one weighted THORS at unit costs, on the scores
+    or on the cost margins. Every input is checked before anything is computed."""
+    if cost_matrix is not None:
+        raise ValueError("per-event costs and decide_on='margin' take fn_cost= and fp_cost=, not cost_matrix=")
+    if fn_cost is None or fp_cost is None:
+        raise ValueError("give both fn_cost and fp_cost (numbers or one per event)")
+    if decide_on == "margin":
+        keys = cost_margins(scores, fn_cost, fp_cost)  # checks probabilities and costs
+        n = keys.shape[0]
+    else:
+        keys = check_scores(scores)
+        n = keys.shape[0]
+    labels = check_labels(y, n)
+    fn = per_event_costs(fn_cost, n, "fn_cost")
+    fp = per_event_costs(fp_cost, n, "fp_cost")
+    w = np.where(labels, fn, fp)
+    sw = check_weights(sample_weight, n)
+    if sw is not None:
+        with np.errstate(over="ignore", under="ignore"):
+            w = w * sw
+        check_weights(w, n, "sample_weight times the event's cost")
+        check_weighted_costs(w, 1.0, 1.0, "sample_weight times the event's cost")
+    r = thors_threshold(keys, labels, fn_cost=1.0, fp_cost=1.0, sample_weight=w, **kw)
+    return dataclasses.replace(r, decide_on=decide_on)
 
 
 def _pick(gain: np.ndarray) -> int:

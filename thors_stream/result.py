@@ -52,6 +52,12 @@ class ThresholdResult:
     max_fpr, max_fnr, np_confidence
         The Neyman-Pearson constraints the threshold was chosen under (``None`` when it was
         not; see :mod:`thors_stream.neyman_pearson`).
+    decide_on
+        ``"score"``: the threshold is on the scores themselves. ``"margin"``: it is on the
+        cost margin ``logit(p) + log(fn_i / fp_i)`` of probabilities with per-event costs
+        (:mod:`thors_stream.margin`); :meth:`predict` then needs the new events' costs, the
+        weighted totals are money (``n1`` the FN cost at stake, ``n0`` the FP cost) and
+        ``fn_cost = fp_cost = 1``.
 
     Examples
     --------
@@ -79,6 +85,7 @@ class ThresholdResult:
     max_fpr: float | None = None
     max_fnr: float | None = None
     np_confidence: float | None = None
+    decide_on: str = "score"
 
     @property
     def fpr(self) -> float:
@@ -95,12 +102,50 @@ class ThresholdResult:
         """Weighted number of events, ``n0 + n1``."""
         return self.n0 + self.n1
 
-    def predict(self, scores: Any) -> np.ndarray:
-        """Return ``scores > threshold`` as a bool array. O(n)."""
+    def predict(self, scores: Any, *, fn_cost: Any = None, fp_cost: Any = None) -> np.ndarray:
+        """Return ``scores > threshold`` as a bool array. O(n).
+
+        For a threshold on the cost margin (``decide_on == "margin"``), ``scores`` are the new
+        events' probabilities and ``fn_cost``/``fp_cost`` their costs (numbers, or one per
+        event, as at fit time); the answer is ``cost_margins(scores, fn_cost, fp_cost) >
+        threshold``. Costs given for a threshold on scores raise ``ValueError`` (they would
+        be ignored).
+
+        >>> from thors_stream import thors_threshold
+        >>> r = thors_threshold([0.1, 0.2, 0.6, 0.3], [0, 1, 1, 0], fn_cost=[900.0, 300.0, 40.0, 2.0],
+        ...                     fp_cost=10.0, decide_on="margin")
+        >>> r.predict([0.05, 0.0001], fn_cost=[1000.0, 20.0], fp_cost=10.0).tolist()
+        [True, False]
+        """
+        if self.decide_on == "margin":
+            if fn_cost is None or fp_cost is None:
+                raise ValueError("this threshold is on the cost margin: predict(probabilities, fn_cost=..., "
+                                 "fp_cost=...) needs the new events' costs (numbers or one per event)")
+            from .margin import cost_margins
+
+            return cost_margins(scores, fn_cost, fp_cost) > self.threshold
+        if fn_cost is not None or fp_cost is not None:
+            raise ValueError("this threshold is on the scores (decide_on='score'): per-event costs do not enter "
+                             "its decisions; choose it with decide_on='margin' to decide on the cost margin")
         return np.asarray(scores, dtype=np.float64) > self.threshold
 
-    def predict_one(self, score: float) -> bool:
-        """Return ``score > threshold``. O(1)."""
+    def predict_one(self, score: float, *, fn_cost: Any = None, fp_cost: Any = None) -> bool:
+        """Return ``score > threshold`` (on the cost margin of ``score`` with these costs when
+        ``decide_on == "margin"``, as :meth:`predict`). O(1).
+
+        >>> from thors_stream import thors_threshold
+        >>> thors_threshold([0.2, 0.8], [0, 1], fn_cost=1, fp_cost=1).predict_one(0.5)
+        True
+        """
+        if self.decide_on == "margin" or fn_cost is not None or fp_cost is not None:
+            if self.decide_on == "margin" and (fn_cost is None or fp_cost is None):
+                raise ValueError("this threshold is on the cost margin: predict_one(probability, fn_cost=..., "
+                                 "fp_cost=...) needs the event's costs")
+            if self.decide_on != "margin":
+                self.predict([score], fn_cost=fn_cost, fp_cost=fp_cost)  # raises the explanatory error
+            from .margin import cost_margin
+
+            return cost_margin(score, fn_cost, fp_cost) > self.threshold
         return bool(score > self.threshold)
 
     def bounds(self, confidence: float = 0.95, n_test: int | None = None, **kw: Any) -> ThresholdBounds:
