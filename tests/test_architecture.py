@@ -26,7 +26,8 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("selection on rows", {"neyman_pearson"}),
     ("arrays and streams", {"batch", "stream", "_stream_lock", "_stream_state", "_stream_np", "_stream_windows",
                             "_stream_store"}),
-    ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics"}),
+    ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
+                        "margin_stream"}),
     ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "__main__", "__init__"}),
 ]
 

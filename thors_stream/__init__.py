@@ -23,7 +23,7 @@ one that imports it back), lowest first:
 7. arrays and streams (``batch``; ``stream`` with its parts: the lock, the declared state, windows and late labels,
    the Neyman-Pearson read path, checkpoints and merging);
 8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
-   ``metrics``);
+   ``metrics``, ``margin_stream``);
 9. integrations and entry points (``river``, ``sklearn``, ``dask``, ``io``, ``cli``,
    ``demo``).
 """
@@ -37,6 +37,7 @@ from .stream import StreamingThors
 __all__ = [
     "CostInterval",
     "Costs",
+    "MarginThors",
     "NPInfeasibleError",
     "StreamingThors",
     "ThorsClassifier",
@@ -58,6 +59,7 @@ __all__ = [
 # Imported on first use: river takes about a second to import, scipy (the bounds) a few tenths.
 _LAZY = {
     "ThorsClassifier": (".river", "ThorsClassifier"),
+    "MarginThors": (".margin_stream", "MarginThors"),
     "metrics": (".metrics", None),
     "CostInterval": (".bounds", "CostInterval"),
     "ThresholdBounds": (".bounds", "ThresholdBounds"),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
 from .costs import class_coefficients, resolve_costs
@@ -22,8 +23,8 @@ def thors_threshold(
     scores: Any,
     y: Any,
     *,
-    fn_cost: float | None = None,
-    fp_cost: float | None = None,
+    fn_cost: float | npt.ArrayLike | None = None,
+    fp_cost: float | npt.ArrayLike | None = None,
     cost_matrix: Sequence[Sequence[float]] | None = None,
     sample_weight: Any = None,
     class_prior: float | None = None,
@@ -125,10 +126,10 @@ def thors_threshold(
     """
     if decide_on not in ("score", "margin"):
         raise ValueError(f"decide_on must be 'score' or 'margin', got {decide_on!r}")
-    if decide_on == "margin" or np.ndim(fn_cost) > 0 or np.ndim(fp_cost) > 0:
+    if decide_on == "margin" or any(c is not None and np.ndim(c) > 0 for c in (fn_cost, fp_cost)):
         return _per_event(scores, y, fn_cost, fp_cost, cost_matrix, sample_weight, decide_on,
                           class_prior=class_prior, max_fpr=max_fpr, max_fnr=max_fnr, confidence=confidence)
-    costs = resolve_costs(fn_cost, fp_cost, cost_matrix)
+    costs = resolve_costs(fn_cost, fp_cost, cost_matrix)  # type: ignore[arg-type]  # (numbers here: ndim 0)
     prior = check_class_prior(class_prior)
     max_fpr, max_fnr, conf = check_np_params(max_fpr, max_fnr, confidence)
     s = check_scores(scores)

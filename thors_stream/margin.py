@@ -16,8 +16,9 @@ a model whose log-odds are off by a constant (miscalibrated) is corrected exactl
 ``t != 0``. A well-calibrated model gains little over the Bayes rule.
 
 **The clipping rule.** Probabilities are clipped to ``[PROBA_CLIP, 1 - PROBA_CLIP]``
-(``PROBA_CLIP = 1e-12``) before the logit, so a model that answers exactly 0 or 1 still gives a
-finite margin: ``|logit(p)| <= 27.64``. Two events whose probabilities are both clipped at the
+(``PROBA_CLIP = 2**-40``, about ``9.1e-13``; both ends are exact in float64, so the rule is
+symmetric) before the logit, so a model that answers exactly 0 or 1 still gives a finite margin:
+``|logit(p)| <= 27.73``. Two events whose probabilities are both clipped at the
 same end and whose costs are equal have equal margins (a tie).
 
 :func:`cost_margin` and :func:`cost_margins` compute margins, :func:`margin_weight` the
@@ -35,7 +36,7 @@ from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, _show, real_numbe
 
 __all__ = ["PROBA_CLIP", "cost_margin", "cost_margins", "margin_weight", "per_event_costs"]
 
-PROBA_CLIP = 1e-12
+PROBA_CLIP = 2.0**-40
 """Probabilities are clipped to ``[PROBA_CLIP, 1 - PROBA_CLIP]`` before the logit of a margin."""
 
 _LO = PROBA_CLIP
@@ -122,7 +123,7 @@ def cost_margins(p: Any, fn_cost: Any, fp_cost: Any) -> np.ndarray:
     ``[2**-960, 2**960]`` raises ``ValueError`` naming its position and value. O(n).
 
     >>> cost_margins([0.01, 0.2, 1.0], fn_cost=[500.0, 5.0, 5.0], fp_cost=5.0).round(3).tolist()
-    [0.01, -1.386, 27.631]
+    [0.01, -1.386, 27.726]
     """
     from ._validation import check_scores
 
