@@ -23,7 +23,7 @@ try:
     from sklearn.exceptions import NotFittedError
     from sklearn.model_selection import StratifiedShuffleSplit, check_cv
     from sklearn.utils import _safe_indexing, get_tags
-    from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
+    from sklearn.utils.metadata_routing import MetadataRequest, MetadataRouter, MethodMapping, process_routing
     from sklearn.utils.metaestimators import available_if
     from sklearn.utils.multiclass import type_of_target
     from sklearn.utils.validation import check_is_fitted, column_or_1d, indexable
@@ -35,10 +35,12 @@ except ImportError as _e:  # pragma: no cover - exercised only without scikit-le
 from thors_stream._validation import check_class_prior
 from thors_stream.batch import thors_threshold
 from thors_stream.costs import resolve_costs
+from thors_stream.margin import cost_margins, per_event_costs
 
-__all__ = ["ThorsThresholdClassifier"]
+__all__ = ["MoneyLostScorer", "ThorsThresholdClassifier"]
 
 _RESPONSE_METHODS = ("auto", "predict_proba", "decision_function")
+_DECIDE_ON = ("score", "margin")
 
 
 def _estimator_has(attr: str) -> Any:
@@ -93,13 +95,28 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     ``W`` the (weighted) counts -- and ``predict`` returns ``pos_label`` iff ``score > best_threshold_``
     (strict, as in THORS; scikit-learn's threshold classifiers use ``>=``).
 
+    With ``decide_on="margin"`` the decision is in money, event by event: each event's *cost
+    margin* ``logit(p) + log(fn_cost_i / fp_cost_i)`` (``p`` the probability of ``pos_label``,
+    see :mod:`thors_stream.margin`) is compared with a THORS cut chosen on the validation
+    margins, each positive weighing its ``fn_cost_i`` and each negative its ``fp_cost_i``, so
+    the cut minimises the money lost on the validation events. A cut of ``0`` is the per-event
+    Bayes rule ``p * fn_cost_i > (1 - p) * fp_cost_i``; a cut away from ``0`` corrects a model
+    whose log-odds are off by a constant. The per-event costs (a payment's amount, a review
+    fee) are passed to ``fit`` and to ``predict`` as metadata, see below.
+
     Parameters
     ----------
     estimator
         A binary classifier with ``fit`` and ``predict_proba`` or ``decision_function``.
     fn_cost, fp_cost
         Cost of a false negative (a ``pos_label`` event predicted negative) and of a false
-        positive (both finite and > 0). The defaults (1, 1) minimise the number of errors.
+        positive (both finite and > 0), the same for every event. The defaults (1, 1) minimise
+        the number of errors. An array of one cost per row passed to ``fit`` replaces the
+        number for that fit (see "Per-event costs" below).
+    decide_on
+        ``"score"`` (default): threshold the score (probability or decision function).
+        ``"margin"``: threshold each event's cost margin; needs probabilities
+        (``predict_proba``: ``response_method`` ``"auto"`` or ``"predict_proba"``).
     cv
         Where the validation scores come from:
 
@@ -148,17 +165,38 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         As the fitted estimator's.
     pos_label_
         The positive class used.
+    fn_cost_, fp_cost_
+        The number each cost was at fit (the constructor's), or ``None`` where that cost was
+        given per event to ``fit``; in margin mode ``predict`` then needs it per event too.
 
-    Sample weights and per-event costs
-    ----------------------------------
+    Sample weights
+    --------------
     ``fit(X, y, sample_weight=w)`` uses ``w`` as THORS weights: each event's misclassification
-    costs are multiplied by its weight, so ``fn_cost = fp_cost = 1`` with ``w`` = amount at stake
-    gives example-dependent costs. ``w`` is also passed to ``estimator.fit``: with metadata
+    costs are multiplied by its weight. ``w`` is also passed to ``estimator.fit``: with metadata
     routing disabled (scikit-learn's default) whenever ``estimator.fit`` accepts
     ``sample_weight``; with ``sklearn.set_config(enable_metadata_routing=True)`` only if the
     estimator requests it (``estimator.set_fit_request(sample_weight=True)``; request ``False``
     to weight only the threshold). Other fit parameters are routed to ``estimator.fit`` (and to
     the splitter's ``split``, e.g. ``groups``) in the usual way.
+
+    Per-event costs
+    ---------------
+    ``fit(X, y, fn_cost=amounts, fp_cost=fees)`` takes one cost per row (or a number); an
+    array given to ``fit`` replaces the constructor's number for that cost. The costs choose the
+    threshold only: they never reach ``estimator.fit`` (unless, with routing enabled, the
+    estimator itself requests them). In score mode the threshold is the cut on the score that
+    loses the least money on the validation events, and ``predict`` takes no costs (they would
+    not change its decisions: passing them is an error). In margin mode
+    ``predict(X, fn_cost=..., fp_cost=...)`` takes the new events' costs: a cost given per event
+    at fit must be given at predict; one left to the constructor's number defaults to it.
+
+    Inside a :class:`~sklearn.pipeline.Pipeline` or a model-selection tool with
+    ``sklearn.set_config(enable_metadata_routing=True)``, request the costs as for any
+    metadata: ``clf.set_fit_request(fn_cost=True, fp_cost=True)`` and (margin mode)
+    ``clf.set_predict_request(fn_cost=True, fp_cost=True)``. Scikit-learn's scorers call
+    ``predict`` without metadata; :class:`MoneyLostScorer` requests the costs and passes them
+    on, so ``cross_validate(..., scoring=MoneyLostScorer(), params={"fn_cost": ..., "fp_cost":
+    ...})`` fits and scores with each fold's own costs.
 
     Complexity: the cost of the folds' fits and predictions plus O(n log n) for THORS.
 
@@ -173,6 +211,17 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     True
     >>> clf.predict(X[:3]).tolist() == (clf.predict_proba(X[:3])[:, 1] > clf.best_threshold_).tolist()
     True
+
+    Deciding in money: a missed positive costs its amount, a false alarm a fee of 5.
+
+    >>> from thors_stream.margin import cost_margins
+    >>> amount = rng.lognormal(3, 1, size=400)
+    >>> clf = ThorsThresholdClassifier(LogisticRegression(), decide_on="margin", fp_cost=5, cv=5)
+    >>> clf = clf.fit(X, y, fn_cost=amount)
+    >>> p = clf.predict_proba(X[:4])[:, 1]
+    >>> bool((clf.predict(X[:4], fn_cost=amount[:4])
+    ...       == (cost_margins(p, amount[:4], 5.0) > clf.best_threshold_)).all())
+    True
     """
 
     def __init__(
@@ -181,6 +230,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         *,
         fn_cost: float = 1.0,
         fp_cost: float = 1.0,
+        decide_on: str = "score",
         cv: Any = None,
         response_method: str = "auto",
         refit: bool = True,
@@ -191,6 +241,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         self.estimator = estimator
         self.fn_cost = fn_cost
         self.fp_cost = fp_cost
+        self.decide_on = decide_on
         self.cv = cv
         self.response_method = response_method
         self.refit = refit
@@ -227,6 +278,19 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
     def _check_params(self) -> None:
         if self.response_method not in _RESPONSE_METHODS:
             raise ValueError(f"response_method must be one of {_RESPONSE_METHODS}, got {self.response_method!r}")
+        if not isinstance(self.decide_on, str) or self.decide_on not in _DECIDE_ON:
+            raise ValueError(f"decide_on must be 'score' or 'margin', got {self.decide_on!r}")
+        if self.decide_on == "margin":
+            if self.response_method == "decision_function":
+                raise ValueError(
+                    "decide_on='margin' decides on probabilities (the cost margin is logit(p) + log(fn/fp)): "
+                    "response_method='decision_function' cannot be used; use 'predict_proba' or 'auto'"
+                )
+            if not hasattr(self.estimator, "predict_proba"):
+                raise TypeError(
+                    f"decide_on='margin' needs probabilities, but estimator {type(self.estimator).__name__} has no "
+                    "predict_proba (wrap it in sklearn.calibration.CalibratedClassifierCV, or use decide_on='score')"
+                )
         if not isinstance(self.refit, (bool, np.bool_)):
             raise TypeError(f"refit must be a bool, got {self.refit!r}")
         resolve_costs(self.fn_cost, self.fp_cost)
@@ -239,10 +303,14 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         if isinstance(cv, bool):
             raise TypeError(f"cv must not be a bool, got {cv!r}")
 
-    def _fit_params(self, sample_weight: Any, fit_params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-        """(estimator fit params, splitter split params) following scikit-learn's routing conventions."""
+    def _fit_params(self, sample_weight: Any, fit_params: dict[str, Any],
+                    costs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(estimator fit params, splitter split params) following scikit-learn's routing conventions.
+
+        The per-event ``costs`` are consumed here; with routing enabled they also reach a child
+        that requests them (none does unless asked), without routing they never do."""
         if sklearn.get_config().get("enable_metadata_routing", False):
-            routed = process_routing(self, "fit", sample_weight=sample_weight, **fit_params)
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **costs, **fit_params)
             return dict(routed.estimator.fit), dict(routed.splitter.split)
         est_params = dict(fit_params)
         if sample_weight is not None and "sample_weight" in inspect.signature(self.estimator.fit).parameters:
@@ -250,7 +318,8 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         return est_params, {}
 
     # ---------------------------------------------------------------------- fit
-    def fit(self, X: Any, y: Any, sample_weight: Any = None, **fit_params: Any) -> ThorsThresholdClassifier:
+    def fit(self, X: Any, y: Any, sample_weight: Any = None, *, fn_cost: Any = None, fp_cost: Any = None,
+            **fit_params: Any) -> ThorsThresholdClassifier:
         """Fit the estimator (per ``cv``) and choose the THORS threshold on validation scores.
 
         Parameters
@@ -263,6 +332,12 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             Optional per-event weights (finite, >= 0, not all zero): THORS weights (a zero
             weight drops the event from the threshold search) and, see the class docstring,
             ``estimator.fit`` weights.
+        fn_cost, fp_cost
+            Optional per-event costs: one finite value > 0 per row of ``X`` (or a number),
+            replacing the constructor's number for this fit. They weigh the validation events
+            (a positive its ``fn_cost``, a negative its ``fp_cost``, times ``sample_weight``)
+            and, in margin mode, enter each event's margin. Fit metadata: request them with
+            ``set_fit_request(fn_cost=True, fp_cost=True)`` when routing is enabled.
         **fit_params
             Routed to ``estimator.fit`` (and the splitter).
 
@@ -273,8 +348,15 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         Raises
         ------
         ValueError
-            Not exactly two classes in ``y``, ``pos_label`` not in ``y``, bad costs, bad ``cv``,
-            ``refit=True`` with ``cv="prefit"``, ``refit=False`` with several folds.
+            Not exactly two classes in ``y``, ``pos_label`` not in ``y``, bad costs (a per-event
+            cost of the wrong length, non-finite or <= 0: the message names its position and
+            value), bad ``cv``, ``refit=True`` with ``cv="prefit"``, ``refit=False`` with several
+            folds, ``decide_on="margin"`` with ``response_method="decision_function"`` or a
+            validation probability outside [0, 1].
+        TypeError
+            ``decide_on="margin"`` with an estimator that has no ``predict_proba``.
+
+        A failed fit changes nothing: a previously fitted classifier keeps its model and threshold.
         """
         self._check_params()
         costs = resolve_costs(self.fn_cost, self.fp_cost)
@@ -296,7 +378,10 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         if not np.any(classes == pos_label):
             raise ValueError(f"pos_label={self.pos_label!r} is not a label of y (labels: {classes.tolist()})")
         sw = None if sample_weight is None else _check_sample_weight(sample_weight, n)
-        est_params, split_params = self._fit_params(sw, fit_params)
+        fn = None if fn_cost is None else per_event_costs(fn_cost, n, "fn_cost")
+        fp = None if fp_cost is None else per_event_costs(fp_cost, n, "fp_cost")
+        given = {k: v for k, v in (("fn_cost", fn_cost), ("fp_cost", fp_cost)) if v is not None}
+        est_params, split_params = self._fit_params(sw, fit_params, given)
         # Nothing is stored on self until every step has succeeded.
 
         if isinstance(self.cv, str):  # "prefit"
@@ -313,7 +398,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 )
             estimator_ = self.estimator
             val_scores = self._scores(estimator_, X, pos_label)
-            val_y, val_w = y, sw
+            val_y, val_w, val_idx = y, sw, np.arange(n)
         else:
             if isinstance(self.cv, Real) and not isinstance(self.cv, Integral):
                 splitter = StratifiedShuffleSplit(n_splits=1, test_size=float(self.cv), random_state=self.random_state)
@@ -321,7 +406,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 splitter = check_cv(self.cv if self.cv is not None else 5, y=y, classifier=True)
             if not self.refit and splitter.get_n_splits(X, y, **split_params) > 1:
                 raise ValueError("refit=False needs a single split (a float cv); with several folds set refit=True")
-            parts_s, parts_y, parts_w = [], [], []
+            parts_s, parts_y, parts_w, parts_i = [], [], [], []
             last_model = None
             for train, test in splitter.split(X, y, **split_params):
                 model = clone(self.estimator)
@@ -329,6 +414,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 self._check_model_classes(model, classes)
                 parts_s.append(self._scores(model, _safe_indexing(X, test), pos_label))
                 parts_y.append(y[test])
+                parts_i.append(np.asarray(test))
                 if sw is not None:
                     parts_w.append(sw[test])
                 last_model = model
@@ -337,6 +423,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             val_scores = np.concatenate(parts_s)
             val_y = np.concatenate(parts_y)
             val_w = np.concatenate(parts_w) if sw is not None else None
+            val_idx = np.concatenate(parts_i)
             if self.refit:
                 estimator_ = clone(self.estimator).fit(X, y, **est_params)
                 self._check_model_classes(estimator_, classes)
@@ -347,16 +434,20 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
             raise ValueError(f"the estimator produced a non-finite validation score {val_scores[i]!r} at position {i}")
         if val_w is not None:  # a zero weight means "not there"
             keep = val_w > 0
-            val_scores, val_y, val_w = val_scores[keep], val_y[keep], val_w[keep]
+            val_scores, val_y, val_w, val_idx = val_scores[keep], val_y[keep], val_w[keep], val_idx[keep]
         result = thors_threshold(
-            val_scores, val_y == pos_label, fn_cost=costs.fn_cost, fp_cost=costs.fp_cost,
-            sample_weight=val_w, class_prior=self.class_prior,
+            val_scores, val_y == pos_label,
+            fn_cost=costs.fn_cost if fn is None else fn[val_idx],
+            fp_cost=costs.fp_cost if fp is None else fp[val_idx],
+            sample_weight=val_w, class_prior=self.class_prior, decide_on=self.decide_on,
         )
         for attr in ("n_features_in_", "feature_names_in_"):
             if hasattr(self, attr):
                 delattr(self, attr)
         self.estimator_, self.pos_label_, self.result_ = estimator_, pos_label, result
         self.best_threshold_ = result.threshold
+        self.fn_cost_ = None if fn is not None else costs.fn_cost
+        self.fp_cost_ = None if fp is not None else costs.fp_cost
         if hasattr(self.estimator_, "n_features_in_"):
             self.n_features_in_ = self.estimator_.n_features_in_
         if hasattr(self.estimator_, "feature_names_in_"):
@@ -378,19 +469,67 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         """The class labels (of the fitted estimator)."""
         return np.asarray(self.estimator_.classes_)
 
-    def decision_scores(self, X: Any) -> np.ndarray:
-        """The scores of ``pos_label_`` that are compared with ``best_threshold_``. O(estimator)."""
-        check_is_fitted(self, "result_")
-        return self._scores(self.estimator_, X, self.pos_label_)
+    def _predict_costs(self, n: int, fn_cost: Any, fp_cost: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The ``n`` new events' costs in margin mode: given per event, or the number used at fit."""
+        out = []
+        for name, value, fitted in (("fn_cost", fn_cost, self.fn_cost_), ("fp_cost", fp_cost, self.fp_cost_)):
+            if value is None:
+                if fitted is None:
+                    raise ValueError(
+                        f"{name} was given per event at fit (decide_on='margin'): predict needs the new events' "
+                        f"{name}, one per row of X (predict(X, {name}=...); in a Pipeline or with routing "
+                        f"enabled, set_predict_request({name}=True))"
+                    )
+                value = fitted
+            out.append(per_event_costs(value, n, name))
+        return out[0], out[1]
 
-    def predict(self, X: Any) -> np.ndarray:
-        """``pos_label_`` where the score exceeds ``best_threshold_``, the other class elsewhere."""
+    def _decision(self, X: Any, fn_cost: Any, fp_cost: Any) -> np.ndarray:
+        """Scores, or cost margins in margin mode, of the rows of ``X`` (costs checked first when given)."""
         check_is_fitted(self, "result_")
         s = self._scores(self.estimator_, X, self.pos_label_)
+        if self.result_.decide_on == "margin":
+            fn, fp = self._predict_costs(s.shape[0], fn_cost, fp_cost)
+            return cost_margins(s, fn, fp)
+        if fn_cost is not None or fp_cost is not None:
+            raise ValueError(
+                "this classifier decides on its score (decide_on='score'): per-event costs at predict would not "
+                "change its decisions; fit it with decide_on='margin' to decide on each event's cost margin"
+            )
+        return s
+
+    def decision_scores(self, X: Any, fn_cost: Any = None, fp_cost: Any = None) -> np.ndarray:
+        """The values compared with ``best_threshold_``: the scores of ``pos_label_`` or, in margin
+        mode, the cost margins ``logit(p) + log(fn_cost / fp_cost)`` (costs as in :meth:`predict`).
+        O(estimator) + O(n)."""
+        return self._decision(X, fn_cost, fp_cost)
+
+    def predict(self, X: Any, fn_cost: Any = None, fp_cost: Any = None) -> np.ndarray:
+        """``pos_label_`` where the score (margin mode: the cost margin) exceeds ``best_threshold_``,
+        the other class elsewhere. O(estimator) + O(n).
+
+        Parameters
+        ----------
+        X
+            The events.
+        fn_cost, fp_cost
+            Margin mode only: the events' costs, one per row (or a number). A cost given per
+            event at fit is required; one that was a number at fit defaults to that number.
+            Predict metadata: ``set_predict_request(fn_cost=True, fp_cost=True)`` when routing is
+            enabled. In score mode giving them raises ``ValueError`` (they would be ignored).
+        """
+        d = self._decision(X, fn_cost, fp_cost)
         classes = np.asarray(self.classes_)
         neg_label = classes[classes != self.pos_label_][0]
-        pos = s > self.best_threshold_
+        pos = d > self.best_threshold_
         return np.asarray(np.where(pos, self.pos_label_, neg_label).astype(classes.dtype, copy=False))
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None, *, fn_cost: Any = None, fp_cost: Any = None) -> float:
+        """Accuracy of :meth:`predict` (with the events' costs in margin mode) on ``X, y``; for the
+        money lost use :class:`MoneyLostScorer`. O(estimator) + O(n)."""
+        from sklearn.metrics import accuracy_score
+
+        return float(accuracy_score(y, self.predict(X, fn_cost=fn_cost, fp_cost=fp_cost), sample_weight=sample_weight))
 
     @available_if(_estimator_has("predict_proba"))
     def predict_proba(self, X: Any) -> np.ndarray:
@@ -425,3 +564,94 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         tags.classifier_tags.multi_class = False
         tags.input_tags.sparse = get_tags(self.estimator).input_tags.sparse
         return tags
+
+
+def _final_step(estimator: Any) -> Any:
+    """The last step of a (possibly nested) Pipeline, or ``estimator`` itself."""
+    while hasattr(estimator, "steps"):
+        estimator = estimator.steps[-1][1]
+    return estimator
+
+
+class MoneyLostScorer:
+    """A scikit-learn scorer: minus the money an estimator's predictions lose, event by event.
+
+    ``scorer(estimator, X, y, fn_cost=..., fp_cost=...)`` predicts ``X`` and returns
+    ``-(sum of fn_cost_i over missed positives + sum of fp_cost_i over false alarms)`` (greater
+    is better, as for every scikit-learn scorer). Each cost is one value per row of ``X`` or a
+    number; a cost not given when called is the scorer's own number (``fn_cost``, ``fp_cost``).
+
+    With ``sklearn.set_config(enable_metadata_routing=True)`` the scorer requests ``fn_cost``
+    and ``fp_cost`` for ``score``, so ``cross_validate(..., scoring=MoneyLostScorer(),
+    params={"fn_cost": amounts, "fp_cost": fees})`` hands it each test fold's costs (scikit-learn's
+    own scorers call ``predict`` without metadata). With routing disabled it uses its numbers.
+
+    Parameters
+    ----------
+    fn_cost, fp_cost
+        The costs used when none are passed (numbers, finite and > 0).
+    pass_costs
+        Whether the costs are also passed to ``estimator.predict``: ``"auto"`` (default) passes
+        them iff the estimator (or a Pipeline's last step) is a :class:`ThorsThresholdClassifier`
+        fitted with ``decide_on="margin"``; ``True``/``False`` force it.
+    pos_label
+        The positive class; ``None``: the final estimator's ``pos_label_`` if it has one, else the
+        greater of its ``classes_``.
+
+    Complexity: the estimator's ``predict`` plus O(n).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)); y = (X[:, 0] + rng.normal(size=300) > 1).astype(int)
+    >>> amount = rng.lognormal(3, 1, size=300)
+    >>> clf = ThorsThresholdClassifier(LogisticRegression(), decide_on="margin", fp_cost=5, cv=3)
+    >>> clf = clf.fit(X, y, fn_cost=amount)
+    >>> pred = clf.predict(X, fn_cost=amount)
+    >>> lost = amount[(y == 1) & (pred == 0)].sum() + 5.0 * ((y == 0) & (pred == 1)).sum()
+    >>> bool(MoneyLostScorer(fp_cost=5)(clf, X, y, fn_cost=amount) == -lost)
+    True
+    """
+
+    def __init__(self, fn_cost: float = 1.0, fp_cost: float = 1.0, *, pass_costs: Any = "auto",
+                 pos_label: Any = None) -> None:
+        resolve_costs(fn_cost, fp_cost)
+        if pass_costs not in ("auto", True, False):
+            raise ValueError(f"pass_costs must be 'auto', True or False, got {pass_costs!r}")
+        self.fn_cost = fn_cost
+        self.fp_cost = fp_cost
+        self.pass_costs = pass_costs
+        self.pos_label = pos_label
+
+    def __repr__(self) -> str:
+        return f"MoneyLostScorer(fn_cost={self.fn_cost!r}, fp_cost={self.fp_cost!r}, pass_costs={self.pass_costs!r})"
+
+    def get_metadata_routing(self) -> MetadataRequest:
+        """Requests ``fn_cost`` and ``fp_cost`` for ``score`` (the call of the scorer)."""
+        request = MetadataRequest(owner=self)
+        request.score.add_request(param="fn_cost", alias=True)
+        request.score.add_request(param="fp_cost", alias=True)
+        return request
+
+    def __call__(self, estimator: Any, X: Any, y: Any, fn_cost: Any = None, fp_cost: Any = None) -> float:
+        """Minus the money lost by ``estimator.predict`` on ``X`` against the labels ``y``."""
+        y = column_or_1d(y)
+        n = y.shape[0]
+        fn = per_event_costs(self.fn_cost if fn_cost is None else fn_cost, n, "fn_cost")
+        fp = per_event_costs(self.fp_cost if fp_cost is None else fp_cost, n, "fp_cost")
+        final = _final_step(estimator)
+        pass_costs = self.pass_costs
+        if pass_costs == "auto":
+            result = getattr(final, "result_", None)
+            pass_costs = isinstance(final, ThorsThresholdClassifier) and getattr(result, "decide_on", "") == "margin"
+        pred = np.asarray(estimator.predict(X, fn_cost=fn, fp_cost=fp) if pass_costs else estimator.predict(X))
+        pos_label = self.pos_label
+        if pos_label is None:
+            pos_label = getattr(final, "pos_label_", None)
+        if pos_label is None:
+            pos_label = np.asarray(final.classes_)[-1]
+        positive = y == pos_label
+        flagged = pred == pos_label
+        return -float(fn[positive & ~flagged].sum() + fp[~positive & flagged].sum())
