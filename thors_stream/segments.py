@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._checkpoint_check import _bad
-from ._validation import check_labels, check_scores, check_weights, real_number
+from ._validation import check_labels, check_scores, check_time, check_weights, real_number
 from .batch import thors_threshold
 from .result import DEFAULT_MIN_PER_CLASS, ThresholdResult
 
 if TYPE_CHECKING:
+    from .selection import WindowSelector
     from .stream import StreamingThors
 
 __all__ = ["SegmentPlan", "SegmentedStreamingThors", "pooled_threshold", "segment_thresholds",
@@ -179,6 +180,34 @@ def segment_thresholds(scores: Any, y: Any, segments: Any, *, fn_cost: float, fp
     return plan
 
 
+_M64 = 2**64 - 1
+
+
+def _segment_seed(seed: int, i: int) -> int:
+    """The seed of the ``i``-th segment's selector: splitmix64 of ``seed`` and ``i`` (63 bits),
+    so that segments draw independently and reproducibly. O(1).
+
+    >>> _segment_seed(0, 0) != _segment_seed(0, 1), _segment_seed(7, 3) == _segment_seed(7, 3)
+    (True, True)
+    """
+    z = (seed + (i + 1) * 0x9E3779B97F4A7C15) & _M64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _M64
+    return (z ^ (z >> 31)) >> 1
+
+
+def _check_min_per_class(min_per_class: Any) -> None:
+    """Refuse a ``min_per_class`` that is not an integer >= 1 (as ``ThresholdResult.is_supported`` does)."""
+    if isinstance(min_per_class, bool) or not isinstance(min_per_class, (int, np.integer)) or min_per_class < 1:
+        raise ValueError(f"min_per_class must be an integer >= 1, got {min_per_class!r}")
+
+
+def _counts_support(st: StreamingThors, min_per_class: int) -> bool:
+    """Whether ``st`` holds at least ``min_per_class`` (>= 1) events of each class. O(1)."""
+    _, _, c1, c0 = st._tree.totals()
+    return min(int(c1), int(c0)) >= min_per_class
+
+
 class SegmentedStreamingThors:
     """One windowed :class:`~thors_stream.StreamingThors` per segment, plus one over all events.
 
@@ -192,25 +221,109 @@ class SegmentedStreamingThors:
     ``max_segments``, the least recently updated segment is evicted (its events stay in the
     global summary). ``update`` is O(log window) plus O(1) for the bookkeeping.
 
+    **Choosing the window per segment** (``window="auto"``): every segment, and the global
+    summary, gets its own :class:`~thors_stream.selection.WindowSelector` (THORS over each
+    of ``windows`` and the fixed ``default_threshold``, chosen online by AdaHedge) instead of
+    one :class:`~thors_stream.StreamingThors`. ``get(segment)`` is the segment's selector's
+    choice when the segment's longest window holds ``min_per_class`` events of each class,
+    else the global selector's choice. ``choose`` (``"draw"``, the default, or ``"leader"``)
+    is the selectors'; ``seed`` seeds the global selector and, mixed with the order in which
+    segments first appear, each segment's (runs are reproducible; segments draw
+    independently). ``default_threshold`` is required: ``fp_cost / (fp_cost + fn_cost)`` on
+    calibrated probabilities, ``0`` on cost margins (:mod:`thors_stream.margin`, the
+    per-event Bayes rule). Count windows only: ``period`` is refused, and ``t`` is checked
+    but not used; of the summaries' settings only ``class_prior`` is taken. ``update`` is
+    then O(K log window) for K windows (two selector steps), memory one longest window per
+    segment (the shorter windows' events are held again in their own summaries).
+    :attr:`global_summary` is the global selector's longest window.
+
+    Weighted events (``w``) work in every mode, e.g. per-event costs at unit costs: weigh a
+    positive by its ``fn_i`` and a negative by its ``fp_i``.
+
+    Examples
+    --------
     >>> st = SegmentedStreamingThors(fn_cost=5, fp_cost=1, window=100, max_segments=2, min_per_class=1)
     >>> for seg, s, y in [("a", 0.2, 0), ("a", 0.8, 1), ("b", 0.4, 1), ("c", 0.6, 0), ("c", 0.9, 1)]:
     ...     st.update(seg, s, y)
     >>> sorted(st.segments()), st.get("a") == st.global_threshold(), st.get("c")
     (['b', 'c'], True, 0.6)
+
+    One selector per segment (``window="auto"``):
+
+    >>> auto = SegmentedStreamingThors(fn_cost=5, fp_cost=1, window="auto", windows=(4, 16),
+    ...                                default_threshold=1 / 6, min_per_class=2, seed=1)
+    >>> for i in range(40):
+    ...     auto.update("a" if i % 4 else "b", (i % 10) / 10, i % 10 >= 6)
+    >>> auto.selector("a").names, auto.get("a") == auto.selector("a").get()
+    (('window 4', 'window 16', 'default'), True)
+    >>> auto.get("never seen") == auto.global_selector.get()
+    True
     """
 
-    def __init__(self, *, fn_cost: float, fp_cost: float, window: int | None = None, period: float | None = None,
-                 max_segments: int = 10_000, min_per_class: int = DEFAULT_MIN_PER_CLASS, **kw: Any) -> None:
+    def __init__(self, *, fn_cost: float, fp_cost: float, window: int | str | None = None,
+                 period: float | None = None, max_segments: int = 10_000,
+                 min_per_class: int = DEFAULT_MIN_PER_CLASS, windows: Sequence[int] | None = None,
+                 default_threshold: float | None = None, choose: str | None = None, seed: int | None = None,
+                 **kw: Any) -> None:
         if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
             raise ValueError(f"max_segments must be an integer >= 1, got {max_segments!r}")
-        # the settings every segment's summary is made with (kept as data, not a closure, so
-        # that the object pickles)
-        self._settings: dict[str, Any] = dict(fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
+        auto = isinstance(window, str)
+        if auto and window != "auto":
+            raise ValueError(f"window must be a positive integer, None or 'auto', got {window!r}")
+        if not auto and (windows is not None or choose is not None or seed is not None):
+            given = [n for n, v in (("windows", windows), ("choose", choose), ("seed", seed)) if v is not None]
+            raise ValueError(f"{', '.join(given)} only apply with window='auto' (this object has window={window!r})")
+        self._auto = auto
+        self.windows: tuple[int, ...] | None = None
+        self.choose: str | None = None
+        self.seed: int | None = None
+        self.default_threshold: float | None = None
+        if auto:
+            from .selection import DEFAULT_WINDOWS
+
+            _check_min_per_class(min_per_class)
+            if period is not None:
+                raise ValueError(f"window='auto' chooses among count windows; it does not combine with "
+                                 f"period={period!r} (use window=None with period= for a time window)")
+            other = sorted(set(kw) - {"class_prior"})
+            if other:
+                raise ValueError(f"window='auto' takes class_prior among the summaries' settings, not {other}")
+            if default_threshold is None:
+                raise ValueError("window='auto' needs default_threshold=...: the fixed candidate the windows are "
+                                 "weighed against (fp_cost / (fp_cost + fn_cost) on calibrated probabilities, "
+                                 "0 on cost margins)")
+            choose = "draw" if choose is None else choose
+            seed = 0 if seed is None else seed
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+                raise TypeError(f"seed must be an integer, got {seed!r}")
+            self.choose, self.seed = choose, int(seed)
+            self._settings: dict[str, Any] = dict(
+                fn_cost=fn_cost, fp_cost=fp_cost, default_threshold=default_threshold,
+                windows=DEFAULT_WINDOWS if windows is None else windows, choose=choose,
+                class_prior=kw.get("class_prior"))
+            self.global_selector: WindowSelector | None = self._make_selector(self.seed)  # checks the settings
+            self.windows = self.global_selector.windows
+            self.default_threshold = self.global_selector.default_threshold
+            self._settings["windows"] = self.windows
+            self.global_summary = self.global_selector._experts[-1]
+        else:
+            # the settings every segment's summary is made with (kept as data, not a closure, so
+            # that the object pickles)
+            self._settings = dict(fn_cost=fn_cost, fp_cost=fp_cost, window=window, period=period, **kw)
+            if default_threshold is not None:
+                self._settings["default_threshold"] = default_threshold
+            self.global_selector = None
+            self.global_summary = self._make()
         self.max_segments = max_segments
         self.min_per_class = min_per_class
-        self.global_summary = self._make()
         self._seg: OrderedDict[Hashable, Any] = OrderedDict()
         self.evicted = 0
+        self._created = 0  # segments registered so far (window='auto': numbers their seeds)
+
+    @property
+    def auto(self) -> bool:
+        """Whether every segment chooses its window online (``window="auto"``)."""
+        return self._auto
 
     def _make(self) -> StreamingThors:
         """A new summary with this object's settings."""
@@ -218,32 +331,110 @@ class SegmentedStreamingThors:
 
         return StreamingThors(**self._settings)
 
+    def _make_selector(self, seed: int) -> WindowSelector:
+        """A new window selector with this object's settings (``window="auto"``)."""
+        from .selection import WindowSelector
+
+        return WindowSelector(seed=seed, **self._settings)
+
     def update(self, segment: Hashable, score: float, y: Any, w: float = 1.0, t: Any = None) -> None:
-        """Learn one labelled event of ``segment`` (and of the global summary)."""
-        st = self._seg.get(segment)
+        """Learn one labelled event of ``segment`` (and of the global summary).
+
+        Invalid input (score, label, weight, time, an unhashable segment) raises before
+        anything changes: a new segment is registered only once its first event is accepted.
+        """
+        if self._auto:
+            self._update_auto(segment, score, y, w, t)
+            return
+        st = self._held(segment)
         if st is None:
             st = self._make()
             st.update(score, y, w, t)  # validates before the segment is registered
-            self._seg[segment] = st
-            if len(self._seg) > self.max_segments:
-                self._seg.popitem(last=False)
-                self.evicted += 1
+            self._register(segment, st)
         else:
             st.update(score, y, w, t)
             self._seg.move_to_end(segment)
         self.global_summary.update(score, y, w, t)
 
+    def _held(self, segment: Hashable) -> Any:
+        """The segment's summary or selector (``None`` when not held); ``TypeError`` naming an
+        unhashable segment."""
+        try:
+            return self._seg.get(segment)
+        except TypeError:
+            raise TypeError(f"segment must be hashable, got {segment!r}"[:300]) from None
+
+    def _register(self, segment: Hashable, st: Any) -> None:
+        """Hold a new segment's summary (it has learned its first event), evicting the least
+        recently updated segment beyond ``max_segments``."""
+        self._seg[segment] = st
+        self._created += 1
+        if len(self._seg) > self.max_segments:
+            self._seg.popitem(last=False)
+            self.evicted += 1
+
+    def _update_auto(self, segment: Hashable, score: float, y: Any, w: float, t: Any) -> None:
+        if t is not None:
+            check_time(t, "t")  # checked, not used (count windows)
+        sel = self._held(segment)
+        if sel is None:
+            sel = self._make_selector(_segment_seed(self.seed or 0, self._created))
+            sel.update(score, y, w)  # validates before the segment is registered
+            self._register(segment, sel)
+        else:
+            sel.update(score, y, w)
+            self._seg.move_to_end(segment)
+        self.global_selector.update(score, y, w)  # type: ignore[union-attr]  # (auto: a selector)
+
     def global_threshold(self) -> float | None:
-        """The threshold over all events (``None`` before any)."""
+        """The threshold over all events (``None`` before any; with ``window="auto"`` the
+        global selector's choice, ``default_threshold`` before any event)."""
+        if self.global_selector is not None:
+            return self.global_selector.get()
         return self.global_summary.get()
 
-    def result(self, segment: Hashable) -> ThresholdResult | None:
-        """The segment's own result (``None`` when it is not held)."""
+    def _summary(self, segment: Hashable) -> StreamingThors | None:
+        """The segment's summary (with ``window="auto"`` its longest window), ``None`` when not held."""
         st = self._seg.get(segment)
+        if st is None or not self._auto:
+            return st
+        last: StreamingThors = st._experts[-1]
+        return last
+
+    def result(self, segment: Hashable) -> ThresholdResult | None:
+        """The segment's own result (``None`` when it is not held); with ``window="auto"``
+        the result over the segment's longest window (the one its support is judged on)."""
+        st = self._summary(segment)
         return None if st is None else st.result()
 
+    def selector(self, segment: Hashable) -> WindowSelector | None:
+        """With ``window="auto"``: the segment's :class:`~thors_stream.selection.WindowSelector`
+        (read its ``chosen``, ``costs``, ``probabilities()``; do not update it), ``None`` when
+        the segment is not held or without ``window="auto"``. O(1).
+
+        >>> st = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window="auto", windows=(2, 8),
+        ...                              default_threshold=0.5)
+        >>> st.update("a", 0.3, 0)
+        >>> st.selector("a").n, st.selector("b")
+        (1, None)
+        """
+        if not self._auto:
+            return None
+        sel: WindowSelector | None = self._seg.get(segment)
+        return sel
+
     def get(self, segment: Hashable) -> float | None:
-        """The segment's threshold if supported (``min_per_class`` per class in its window), else the global one."""
+        """The segment's threshold if supported (``min_per_class`` per class in its window), else the global one.
+
+        With ``window="auto"``: the segment's selector's choice when its longest window holds
+        ``min_per_class`` events of each class, else the global selector's. O(1) (plus a
+        threshold read, O(log window))."""
+        if self._auto:
+            sel = self._seg.get(segment)
+            if sel is not None and _counts_support(sel._experts[-1], self.min_per_class):
+                thr: float = sel.get()
+                return thr
+            return self.global_selector.get()  # type: ignore[union-attr]  # (auto: a selector)
         r = self.result(segment)
         if r is not None and r.is_supported(self.min_per_class):
             return r.threshold
@@ -263,19 +454,37 @@ class SegmentedStreamingThors:
         """``(params, state, arrays, keys)`` of the segments (the global summary is the
         caller's own): each segment's state, its arrays concatenated under ``seg_`` with
         each segment's lengths, and the segment keys least recently updated first (the
-        caller encodes them). O(held events)."""
+        caller encodes them). O(held events).
+
+        With ``window="auto"`` the global summary (the caller's own) is the global selector's
+        longest window; the rest of the global selector is written here (``params.selector``,
+        ``state.global_selector``, arrays under ``seg_global_``), and each segment's state is
+        ``{"thors": its longest window, "selector": the rest of its selector}``, its arrays
+        (the longest window's and the selector's) concatenated as above."""
         states: list[dict[str, Any]] = []
         lengths: list[dict[str, int]] = []
         parts: dict[str, list[np.ndarray]] = {}
         for st in self._seg.values():
-            _, state, arrays = st._checkpoint_parts()
+            if self._auto:
+                _, state, arrays = st._experts[-1]._checkpoint_parts()
+                _, sel_state, sel_arrays = st._checkpoint_parts()
+                state = {"thors": state, "selector": sel_state}
+                arrays = {**arrays, **sel_arrays}
+            else:
+                _, state, arrays = st._checkpoint_parts()
             states.append(state)
             lengths.append({name: int(a.shape[0]) for name, a in arrays.items()})
             for name, a in arrays.items():
                 parts.setdefault(name, []).append(a)
-        params = {"max_segments": self.max_segments, "min_per_class": self.min_per_class}
+        params: dict[str, Any] = {"max_segments": self.max_segments, "min_per_class": self.min_per_class}
         state = {"evicted": self.evicted, "states": states, "lengths": lengths}
         arrays = {f"seg_{name}": np.concatenate(chunks) for name, chunks in parts.items()}
+        if self.global_selector is not None:
+            sp, ss, sa = self.global_selector._checkpoint_parts()
+            params.update(windows=list(self.windows or ()), choose=self.choose,
+                          default_threshold=self.default_threshold, seed=self.seed, selector=sp)
+            state.update(created=self._created, global_selector=ss)
+            arrays.update({f"seg_global_{name}": a for name, a in sa.items()})
         return params, state, arrays, list(self._seg)
 
     def _restore(self, params: Any, state: Any, arrays: dict[str, np.ndarray], keys: list[Hashable],
@@ -285,19 +494,35 @@ class SegmentedStreamingThors:
         the same ``max_segments`` and ``min_per_class``, at most ``max_segments`` distinct
         segments, lengths that split every concatenated array exactly, and each segment's
         summary valid on its own (:meth:`StreamingThors.load <thors_stream.StreamingThors.load>`'s
-        checks). ``ValueError`` naming ``where``; nothing changes unless everything holds."""
+        checks); with ``window="auto"`` also the same windows, ``choose``, default threshold and
+        seed, and every selector valid (the checks of the wrapper's ``window="auto"``
+        checkpoints), the global one around ``global_summary``. ``ValueError`` naming
+        ``where``; nothing changes unless everything holds."""
         from .stream import StreamingThors
 
         bad = partial(_bad, where)
 
-        if not isinstance(params, dict) or set(params) != {"max_segments", "min_per_class"}:
-            raise bad("params.segments", "must be an object with the fields max_segments, min_per_class")
-        if not isinstance(state, dict) or set(state) != {"evicted", "states", "lengths"}:
-            raise bad("state.segments", "must be an object with the fields evicted, lengths, states")
+        auto_params = {"windows", "choose", "default_threshold", "seed", "selector"}
+        want_params = {"max_segments", "min_per_class"} | (auto_params if self._auto else set())
+        want_state = {"evicted", "states", "lengths"} | ({"created", "global_selector"} if self._auto else set())
+        if isinstance(params, dict) and (auto_params & set(params)) and not self._auto:
+            raise ValueError(f"{where} was written with window='auto' for the segments, this object has not")
+        if isinstance(params, dict) and self._auto and set(params) == {"max_segments", "min_per_class"}:
+            raise ValueError(f"{where} was written without window='auto' for the segments, this object has it")
+        if not isinstance(params, dict) or set(params) != want_params:
+            raise bad("params.segments", f"must be an object with the fields {', '.join(sorted(want_params))}")
+        if not isinstance(state, dict) or set(state) != want_state:
+            raise bad("state.segments", f"must be an object with the fields {', '.join(sorted(want_state))}")
         theirs = (params["max_segments"], params["min_per_class"])
         if theirs != (self.max_segments, self.min_per_class):
             raise ValueError(f"{where} was written with (max_segments, min_per_class) = {theirs!r}, this wrapper "
                              f"has {(self.max_segments, self.min_per_class)!r}"[:600])
+        if self._auto:
+            mine_a = (list(self.windows or ()), self.choose, self.default_threshold, self.seed)
+            theirs_a = (params["windows"], params["choose"], params["default_threshold"], params["seed"])
+            if theirs_a != mine_a or type(params["seed"]) is not int:
+                raise ValueError(f"{where} was written with the segments' (windows, choose, default_threshold, "
+                                 f"seed) = {theirs_a!r}, this object has {mine_a!r}"[:600])
         evicted, states, lengths = state["evicted"], state["states"], state["lengths"]
         if type(evicted) is not int or not 0 <= evicted < 2**63:
             raise bad("state.segments.evicted", f"must be an integer >= 0, got {evicted!r}")
@@ -308,7 +533,16 @@ class SegmentedStreamingThors:
             raise bad("state.segments", f"holds {len(keys)} segments, more than max_segments={self.max_segments}")
         if len(set(keys)) != len(keys):
             raise bad("state.segment_keys", "holds a segment twice")
-        names = [k[len("seg_"):] for k in arrays]
+        created = len(keys) + evicted
+        if self._auto:
+            created = state["created"]
+            if type(created) is not int or not len(keys) + evicted <= created < 2**63:
+                raise bad("state.segments.created", f"must be an integer >= the segments held and evicted "
+                          f"({len(keys) + evicted}), got {created!r}")
+        glob_arrays = {k[len("seg_global_"):]: a for k, a in arrays.items() if k.startswith("seg_global_")}
+        if glob_arrays and not self._auto:
+            raise bad("the file", "holds a global selector's arrays (seg_global_...) without window='auto'")
+        names = [k[len("seg_"):] for k in arrays if not k.startswith("seg_global_")]
         offsets = dict.fromkeys(names, 0)
         held: OrderedDict[Hashable, Any] = OrderedDict()
         for i, (key, st, ln) in enumerate(zip(keys, states, lengths)):
@@ -321,17 +555,38 @@ class SegmentedStreamingThors:
                 if at + count > a.shape[0]:
                     raise bad(f"array 'seg_{name}'", f"is shorter than the segments' lengths ({a.shape[0]})")
                 own[name], offsets[name] = a[at:at + count], at + count
-            held[key] = StreamingThors._from_checkpoint_parts(summary_params, st, own,
-                                                              where=f"{where} (segment {key!r})"[:300])
+            seg_where = f"{where} (segment {key!r})"[:300]
+            if self._auto:
+                if not isinstance(st, dict) or set(st) != {"thors", "selector"}:
+                    raise bad(f"state.segments.states[{i}]", "must be an object with the fields selector, thors")
+                last = StreamingThors._from_checkpoint_parts(
+                    summary_params, st["thors"], {k: a for k, a in own.items() if not k.startswith("sel")},
+                    where=seg_where)
+                sel = self._make_selector(0)  # (its generator state comes from the file)
+                sel._restore(params["selector"], st["selector"], {k: a for k, a in own.items() if k.startswith("sel")},
+                             last, seg_where)
+                held[key] = sel
+            else:
+                held[key] = StreamingThors._from_checkpoint_parts(summary_params, st, own, where=seg_where)
         for name, at in offsets.items():
             if at != arrays["seg_" + name].shape[0]:
                 raise bad(f"array 'seg_{name}'", f"holds {arrays['seg_' + name].shape[0]} values, the segments' "
                           f"lengths add up to {at}")
+        glob_sel = None
+        if self._auto:
+            glob_sel = self._make_selector(0)
+            glob_sel._restore(params["selector"], state["global_selector"], glob_arrays, global_summary,
+                              f"{where} (global selector)")
         # everything holds: take it
         self._seg = held
         self.global_summary = global_summary
+        self.global_selector = glob_sel
         self.evicted = evicted
+        self._created = created
 
     def nbytes(self) -> int:
-        """Bytes held in numpy arrays by all the summaries."""
+        """Bytes held in numpy arrays by all the summaries (with ``window="auto"``, every window of every selector)."""
+        if self._auto:
+            sels = [self.global_selector, *self._seg.values()]
+            return sum(int(e.nbytes()) for sel in sels for e in sel._experts)
         return self.global_summary.nbytes() + sum(int(st.nbytes()) for st in self._seg.values())
