@@ -75,6 +75,8 @@ KIND_ARRAYS: dict[str, dict[str, np.dtype]] = {
     # with window="auto": the selector's candidates but the longest (under "sel{i}_") and its weights;
     "ThorsClassifier.thresholding": {
         **STREAM_ARRAYS, "pending_scores": F8, "selector_state": F8, "selector_rng": np.dtype("<u8"),
+        # with per-event costs: each pending decision's costs and its model's label count
+        "pending_fn": F8, "pending_fp": F8, "pending_labels": I8,
         **{f"sel{i}_{name}": d for i in range(MAX_SELECTOR_WINDOWS) for name, d in STREAM_ARRAYS.items()},
         # with segment=: every segment's arrays, concatenated (the lengths are in the state)
         **{f"seg_{name}": d for name, d in STREAM_ARRAYS.items()},

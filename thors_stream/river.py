@@ -17,13 +17,23 @@ import inspect
 import math
 import numbers
 import os
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import numpy as np
 from river import base
 
-from ._validation import check_label, check_time, check_weight, check_weighted_costs
+from ._validation import (
+    MAX_WEIGHTED_COST,
+    MIN_WEIGHTED_COST,
+    _show,
+    check_label,
+    check_time,
+    check_weight,
+    check_weighted_costs,
+    real_number,
+)
+from .margin import cost_margin
 from .neyman_pearson import NPInfeasibleError
 from .selection import DEFAULT_WINDOWS, WindowSelector, selector_step
 from .stream import StreamingThors
@@ -73,6 +83,33 @@ def _is_one(label: Any) -> bool:
     return isinstance(label, (bool, int, np.bool_, np.integer)) and bool(label == 1)
 
 
+def _event(key: Hashable, x: Any) -> str:
+    """How an error names the event: its key when there is one, else its features (shortened)."""
+    return f" (event key {_show(key)})" if key is not None else f" (event x={_show(x)})"
+
+
+CostSetting = float | str | Callable[[dict[Hashable, Any]], Any]
+"""A cost as ``ThorsClassifier`` takes it: a number, the name of a feature of ``x``, or a callable of ``x``."""
+
+
+def _cost_setting(value: Any, name: str) -> CostSetting:
+    """A cost setting checked: a feature name (``str``), a callable of ``x``, or a number in
+    ``[2**-960, 2**960]`` (returned as a float)."""
+    if isinstance(value, str):
+        try:
+            float(value)
+        except ValueError:
+            return value
+        raise TypeError(f"{name} must be a number, the name of a feature of x or a callable of x, got {value!r}, "
+                        f"a number as text (pass the number; for a feature so named use lambda x: x[{value!r}])")
+    if callable(value):
+        return value  # type: ignore[no-any-return]
+    c = real_number(value, name)
+    if not MIN_WEIGHTED_COST <= c <= MAX_WEIGHTED_COST:
+        raise ValueError(f"{name} must be > 0 (between 2**-960 and 2**960), got {_show(value)}")
+    return c
+
+
 def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
     try:
         return bool(cached == x)
@@ -118,6 +155,42 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     its preprocessing before ``learn_one`` sees ``x``, so ``x`` differs and is scored
     again.
 
+    **Per-event costs (deciding in money).** When what a mistake costs depends on the
+    event (a missed fraud costs its amount, a review a fee, both known when the decision
+    is made), give ``fn_cost`` and/or ``fp_cost`` as the name of a feature of ``x`` or a
+    callable of ``x``: ``ThorsClassifier(model, fn_cost="amount", fp_cost=5.0)``. Each
+    event's decision score is then its *cost margin* ``m = logit(p) + log(fn_i / fp_i)``
+    (:func:`~thors_stream.margin.cost_margin`: ``p`` the model's probability of the
+    positive class, clipped as documented there), and :meth:`predict_one` answers
+    ``m > threshold``. ``0`` is the per-event Bayes rule (flag iff ``p * fn_i > (1 - p) *
+    fp_i``) and the threshold until warm; then THORS chooses the cut on the margins of the
+    labelled events in the window, each weighing its own cost (``fn_i`` a positive,
+    ``fp_i`` a negative, times ``w``) at unit costs, so the cut minimises the money lost
+    on them. It corrects a model whose log-odds are off by a constant (miscalibrated); a
+    well-calibrated model gains little over the Bayes rule. :attr:`threshold` and a
+    ``default_threshold`` given are on the margin scale. :meth:`predict_proba_one`
+    passes the probabilities through unchanged. ``segment=``, ``window="auto"``,
+    ``period=`` and the Neyman-Pearson mode work on the margins as they do on scores.
+    The costs are read from ``x`` by ``predict_one`` (and ``predict_proba_one`` with a
+    ``key``) and by ``learn_one`` without a key; a missing feature, a cost that is not a
+    number in ``[2**-960, 2**960]`` or a probability outside ``[0, 1]`` raises naming the
+    event (its key, else ``x``) and the value, before anything changes. A cost never
+    reaches the model's ``learn_one``; ``w`` keeps river's meaning (a sample weight,
+    passed to the model when it takes one, and multiplying the event's cost here).
+
+    **Which margin is learned.** ``learn_one(x, y)`` re-scores: the margin the *current*
+    model gives ``x`` before it learns ``x``, with the costs read from that ``x``.
+    ``learn_one(x, y, key=k)`` learns the margin and the costs ``predict_one(x, key=k)``
+    stored at decision time. With a model that does not change (trained before it was
+    wrapped and frozen), either. With an online model and labels that arrive long after
+    the decision, re-score: a decision-time margin comes from an older model, on a score
+    scale that has moved since (early in the stream, from a model that had learned no
+    label at all), and a cut learned on such margins misjudges the margins decided now.
+    Either way, a margin scored by a model that had learned fewer than
+    ``min_model_labels`` labels through this wrapper is not learned by the thresholder
+    (the model learns the label; :attr:`n_cold_skipped` counts them), and ``warm_up``
+    counts the margins learned.
+
     Parameters
     ----------
     classifier
@@ -125,7 +198,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         wrapper trains this very object (no copy), as river's wrappers do.
     fn_cost, fp_cost
         Cost of a false negative (a positive predicted negative) and of a false
-        positive; finite and > 0.
+        positive: a number (finite and > 0), or, per event, the name of a feature of
+        ``x`` or a callable of ``x`` giving it (then decisions are on the cost margin,
+        see above). A string that reads as a number is refused (pass the number).
     window
         Threshold on the last ``window`` labelled events (``None``: on all of them), or
         ``"auto"``: THORS over windows of 500, 2,000, 8,000 and 32,000 events and the
@@ -173,7 +248,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         replaces ``default_threshold``. Not used with ``window="auto"``, whose expert
         weights already weigh the default threshold against the windows from the first event.
     default_threshold
-        Threshold used before that; ``None`` means ``fp_cost / (fp_cost + fn_cost)``.
+        Threshold used before that; ``None`` means ``fp_cost / (fp_cost + fn_cost)``, or,
+        with per-event costs, ``0.0`` on the margin scale (the per-event Bayes rule); a
+        value given is then on the margin scale too.
     class_prior
         Population share of positives when the labelled events are a biased sample
         (see :class:`~thors_stream.StreamingThors`).
@@ -186,6 +263,14 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         of the constrained class for that guarantee, ``default_threshold`` is used. A
         threshold read then costs O(log window) with the compiled backend, O(window) with
         the numpy one.
+    min_model_labels
+        With per-event costs: a margin scored by a model that had learned fewer labels
+        than this (through the wrapper) is not learned by the thresholder. The default,
+        100: the margins of a model that has seen almost nothing say nothing of the scale it
+        will score on, while the Bayes rule ``t = 0`` decides meanwhile and 100 events are 1%
+        of the default window. ``0`` for a model trained before it is wrapped. Not used with
+        numbers for both costs, whose behaviour is unchanged (there the score is a
+        probability and the warm-up already covers the first events).
 
     Attributes
     ----------
@@ -200,7 +285,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     Complexity
     ----------
     ``learn_one``: the model's own ``learn_one``, plus one ``predict_proba_one`` unless
-    the score is reused, plus one ``StreamingThors.update`` (O(log window)).
+    the score is reused, plus one ``StreamingThors.update`` (O(log window)); with
+    per-event costs, plus reading the costs and one margin (O(1)).
     ``predict_one``: the model's ``predict_proba_one`` plus a threshold read (O(1)
     when the optimum did not move). Memory: the model plus about 100 bytes per
     windowed event and per pending key.
@@ -230,14 +316,34 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     Cost: 448.00
     >>> model.n_pending
     0
+
+    Per-event costs: a missed fraud costs its amount, a review 5.
+
+    >>> import random
+    >>> from thors_stream.margin import cost_margin
+    >>> rng = random.Random(7)
+    >>> def payment():
+    ...     fraud = rng.random() < 0.05
+    ...     return {"risk": rng.gauss(1.5 if fraud else 0.0, 1.0), "amount": rng.lognormvariate(4, 1)}, fraud
+    >>> model = ThorsClassifier(linear_model.LogisticRegression(), fn_cost="amount", fp_cost=5.0, warm_up=50)
+    >>> for _ in range(3000):
+    ...     x, y = payment()
+    ...     _ = model.predict_one(x)
+    ...     model.learn_one(x, y)
+    >>> model.decide_on, model.n_cold_skipped, model.warmed_up
+    ('margin', 100, True)
+    >>> x = {"risk": 1.0, "amount": 900.0}
+    >>> p = model.predict_proba_one(x)[True]
+    >>> model.predict_one(x) == (cost_margin(p, 900.0, 5.0) > model.threshold)
+    True
     """
 
     def __init__(
         self,
         classifier: base.Classifier,
         *,
-        fn_cost: float,
-        fp_cost: float,
+        fn_cost: CostSetting,
+        fp_cost: CostSetting,
         window: int | str | None = _DEFAULT_WINDOW,
         period: float | dt.timedelta | None = None,
         warm_up: int = 100,
@@ -254,6 +360,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         segment: str | Any = None,
         min_per_class: int = 30,
         max_segments: int = 10_000,
+        min_model_labels: int = 100,
     ) -> None:
         if period is not None and type(window) is _DefaultWindow:
             window = None  # the default window gives way to the period (an explicit 10_000 does not)
@@ -282,10 +389,17 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             hash(pos_label)
         except TypeError:
             raise TypeError(f"pos_label must be hashable, got {pos_label!r}") from None
+        if isinstance(min_model_labels, bool) or not isinstance(min_model_labels, int) or min_model_labels < 0:
+            raise ValueError(f"min_model_labels must be an integer >= 0, got {min_model_labels!r}")
+        # per-event costs (a feature name or a callable for either): decisions on the cost margin,
+        # thresholders at unit costs, each labelled event weighing its own cost
+        margin = isinstance(fn_cost, str) or callable(fn_cost) or isinstance(fp_cost, str) or callable(fp_cost)
+        self._fn_setting: CostSetting = _cost_setting(fn_cost, "fn_cost") if margin else 1.0
+        self._fp_setting: CostSetting = _cost_setting(fp_cost, "fp_cost") if margin else 1.0
         # StreamingThors validates costs, window, period, class_prior, default_threshold and the NP settings.
         thors = StreamingThors(
-            fn_cost=fn_cost,
-            fp_cost=fp_cost,
+            fn_cost=1.0 if margin else fn_cost,  # type: ignore[arg-type]  # (numbers here: margin is False)
+            fp_cost=1.0 if margin else fp_cost,  # type: ignore[arg-type]
             window=max(DEFAULT_WINDOWS) if isinstance(window, str) else window,
             period=period,
             class_prior=class_prior,
@@ -313,6 +427,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self.segment = segment
         self.min_per_class = min_per_class
         self.max_segments = max_segments
+        self.min_model_labels = min_model_labels
+        self._margin = margin
         self._thors: StreamingThors = thors
         self._segmented: Any = None
         if segment is not None:
@@ -326,6 +442,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._default = (
             thors.default_threshold
             if thors.default_threshold is not None
+            else 0.0 if margin  # the per-event Bayes rule
             else thors.fp_cost / (thors.fp_cost + thors.fn_cost)
         )
         # the threshold's source: the window's StreamingThors, or the online choice among windows
@@ -341,14 +458,21 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         # pos_label True, 1, np.True_... without a neg_label: labels 0/1/False/True, decisions
         # True/False (with a neg_label, decisions are pos_label or neg_label, whatever pos_label is)
         self._plain_labels = neg_label is None and (pos_label is True or _is_one(pos_label))
+        # learn_one's first test: plain labels and scalar costs take the lean path's label check
+        self._lean_labels = self._plain_labels and not margin
+        # predict_one's: segment= or per-event costs decide in _decide_special
+        self._special = margin or self._segmented is not None
         self._neg_seen: Hashable = False if self._plain_labels else neg_label
         self._timed = period is not None
         self._last_t = -math.inf
         self._n_learned = 0
         self._n_pos = 0
         self._ready = False
-        self._pending: collections.OrderedDict[Hashable, float] = collections.OrderedDict()
+        # pending decisions: the score (scalar costs) or (margin, fn_i, fp_i, labels the model had learned)
+        self._pending: collections.OrderedDict[Hashable, Any] = collections.OrderedDict()
         self._n_evicted = 0
+        self._n_model_labels = 0  # labels the model learned through this wrapper (counted with per-event costs)
+        self._n_cold_skipped = 0  # margins not learned: scored by a model with < min_model_labels labels
         self._cache_x: dict[Hashable, Any] | None = None
         self._cache_score = 0.0
         self._routes: dict[str, frozenset[str] | None] = {}
@@ -425,7 +549,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 "the probability of the positive class, so it needs a model that gives one"
             ) from None
 
-    def _store(self, key: Hashable, score: float) -> None:
+    def _store(self, key: Hashable, score: Any) -> None:
         pending = self._pending
         try:
             known = key in pending
@@ -457,7 +581,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if type(score) is not float:
             score = float(score)
         if key is not None:
-            self._store(key, score)
+            self._store(key, self._margin_entry(score, x, key) if self._margin else score)
         self._cache_x = _snapshot(x)
         self._cache_score = score
         neg = self._neg_seen
@@ -471,8 +595,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """``True`` iff the model's probability of the positive class exceeds :attr:`threshold`.
 
         Returns a bool (equal to 1/0, so it compares equal to 0/1 labels). With
-        ``key``, the score is stored for a later ``learn_one(x, y, key=key)``.
-        O(predict_proba_one) plus an O(1) threshold read when the optimum did not move.
+        ``key``, the score is stored for a later ``learn_one(x, y, key=key)``. With
+        per-event costs: ``True`` iff the event's cost margin exceeds :attr:`threshold`;
+        with ``key`` the margin, the two costs and the number of labels the model had
+        learned are stored. O(predict_proba_one) plus an O(1) threshold read when the
+        optimum did not move.
         """
         if kwargs:
             proba = self._proba(x, kwargs)
@@ -484,16 +611,16 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         score = proba.get(self.pos_label, 0.0)
         if type(score) is not float:
             score = float(score)
-        # the segment first: a missing one raises before the key is stored
-        seg = self._segment_of(x) if self._segmented is not None and self._ready else None
+        if self._special:  # segment= or per-event costs
+            decision = self._decide_special(x, score, key)
+            if self._plain_labels:
+                return decision
+            return self.pos_label if decision else self._neg_seen
         if key is not None:
             self._store(key, score)
         self._cache_x = x.copy() if type(x) is dict else _snapshot(x)  # (inline: the common case)
         self._cache_score = score
-        if self._segmented is not None:
-            thr = self._segmented.get(seg) if self._ready else None
-            decision = score > (self._default if thr is None else thr)
-        elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
+        if self._ready or self._selector is not None:  # auto: the default is one of its candidates
             sel = self._selector
             thr = (sel._thr if sel is not None and sel._thr is not None else  # the compiled step's answer
                    self._thors_threshold() if self._np else self._source.get())
@@ -503,6 +630,67 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if self._plain_labels:
             return decision
         return self.pos_label if decision else self._neg_seen
+
+    def _decide_special(self, x: dict[Hashable, Any], score: float, key: Hashable | None) -> bool:
+        """``predict_one``'s decision with ``segment=`` or per-event costs: the decision score
+        (the probability, or the cost margin) against the threshold of the event's segment, or
+        of the window (or the selector's choice). Everything that can raise (a cost, the
+        probability, the segment) is read before the key is stored."""
+        entry: Any = score
+        decision_score = score
+        if self._margin:
+            entry = self._margin_entry(score, x, key)
+            decision_score = entry[0]
+        seg = self._segment_of(x) if self._segmented is not None and self._ready else None
+        if key is not None:
+            self._store(key, entry)
+        self._cache_x = _snapshot(x)
+        self._cache_score = score
+        if self._segmented is not None:
+            thr = self._segmented.get(seg) if self._ready else None
+        elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
+            sel = self._selector
+            thr = (sel._thr if sel is not None and sel._thr is not None else
+                   self._thors_threshold() if self._np else self._source.get())
+        else:
+            thr = None
+        return decision_score > (self._default if thr is None else thr)
+
+    def _event_cost(self, setting: CostSetting, x: dict[Hashable, Any], name: str, key: Hashable | None) -> float:
+        """One cost of the event ``x``: the number, the feature, or the callable's answer,
+        checked (a real number in ``[2**-960, 2**960]``); errors name the event."""
+        if type(setting) is float:
+            return setting  # (checked at construction)
+        if isinstance(setting, str):
+            try:
+                v = x[setting]
+            except (KeyError, IndexError, TypeError):
+                raise ValueError(f"{name}: no feature {setting!r} in x{_event(key, x)}") from None
+            label = f"{name} (feature {setting!r})"
+        elif callable(setting):
+            v = setting(x)
+            label = f"{name} (from {getattr(setting, '__name__', 'the callable')})"
+        else:  # pragma: no cover - a number is a float once checked
+            return float(setting)
+        if v.__class__ is float and MIN_WEIGHTED_COST <= v <= MAX_WEIGHTED_COST:
+            return v
+        try:
+            c = real_number(v, label)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc}{_event(key, x)}") from None
+        if not MIN_WEIGHTED_COST <= c <= MAX_WEIGHTED_COST:
+            raise ValueError(f"{label} must be > 0 (between 2**-960 and 2**960), got {_show(v)}{_event(key, x)}")
+        return c
+
+    def _margin_entry(self, p: float, x: dict[Hashable, Any], key: Hashable | None) -> tuple[float, float, float, int]:
+        """``(margin, fn_i, fp_i, labels the model has learned)`` of the event ``x`` whose
+        positive-class probability is ``p``; a bad probability or cost raises naming the event."""
+        fn = self._event_cost(self._fn_setting, x, "fn_cost", key)
+        fp = self._event_cost(self._fp_setting, x, "fp_cost", key)
+        if not 0.0 <= p <= 1.0:  # (nan too)
+            raise ValueError(f"the model's probability of the positive class is {p!r}, not a number in [0, 1]"
+                             f"{_event(key, x)}")
+        return cost_margin(p, fn, fp), fn, fp, self._n_model_labels
 
     def _thors_threshold(self) -> float | None:
         """The window's threshold; ``None`` when empty or, in Neyman-Pearson mode, infeasible."""
@@ -530,14 +718,21 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         model's ``learn_one`` when that accepts ``w``. ``t``: the event time, required
         with ``period`` (ignored otherwise). Other keyword arguments go to the model
         when it accepts them. Invalid input (label, weight, time, unknown key, a
-        non-finite score) raises before anything changes.
+        non-finite score) raises before anything changes. With per-event costs, see the
+        class docstring: without ``key`` the margin is re-scored by the current model
+        (costs read from ``x``), with ``key`` the decision-time margin and costs are
+        learned; the event weighs its ``fn_i`` (positive) or ``fp_i`` (negative) times
+        ``w``, and ``w`` alone goes to the model.
 
         Without ``key``, the score of the last ``predict_one``/``predict_proba_one`` is
         reused when ``x`` is that same dict or an equal one (nothing was learned in
         between, so the model would give the same number); otherwise ``x`` is scored
         now. O(model) + O(log window).
         """
-        if not self._plain_labels:
+        if not self._lean_labels:
+            if self._margin:
+                self._learn_margin(x, y, key, w, t, kwargs)
+                return
             pos = self._positive(y)
         elif y is True or y is False:
             pos = y
@@ -622,6 +817,67 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if not self._ready:
             self._count(pos)
 
+    def _learn_margin(self, x: dict[Hashable, Any], y: Any, key: Hashable | None, w: float | None, t: Any,
+                      kwargs: dict[str, Any]) -> None:
+        """``learn_one`` with per-event costs: every check first, then the model learns and
+        (unless the margin is a cold start's) the thresholder learns the margin, weighted
+        by the event's cost (``fn_i`` for a positive, ``fp_i`` for a negative) times ``w``."""
+        pos = self._positive(y) if not self._plain_labels else check_label(y) == 1
+        wt = 1.0 if w is None else check_weight(w)
+        tf = None
+        if self._timed:
+            if t is None and self.moment is not None:
+                t = self._moment_of(x)
+            if t is None:
+                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
+                                 "or give ThorsClassifier(..., moment=<feature name or callable>)")
+            tf = check_time(t, "t")
+        if key is not None:  # the decision-time margin and costs
+            try:
+                margin, fn, fp, n_scored = self._pending[key]
+            except KeyError:
+                raise KeyError(
+                    f"unknown key {key!r}: no margin is pending under it (predict_one/predict_proba_one was not "
+                    "called with this key, its label was already learned, or it was evicted: at most "
+                    f"max_pending={self.max_pending} are kept, {self._n_evicted} evicted so far)"
+                ) from None
+            except TypeError:
+                raise TypeError(f"key must be hashable, got {key!r}") from None
+        else:  # re-scored: the current model's probability (reused when predict_one just gave it for this x)
+            cached = self._cache_x
+            p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
+            margin, fn, fp, n_scored = self._margin_entry(p, x, None)
+        weight = (fn if pos else fp) * wt
+        if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:
+            raise ValueError(f"the event's weight, w={wt!r} times its {'fn_cost' if pos else 'fp_cost'} "
+                             f"{fn if pos else fp!r}, is {weight!r}, outside [2**-960, 2**960]{_event(key, x)}")
+        learn = n_scored >= self.min_model_labels
+        seg = self._segment_of(x) if self._segmented is not None else None
+
+        self._cache_x = None
+        model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
+        if w is not None and self._model_takes_w():
+            model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
+        if not pos and self._neg_seen is None:
+            self._neg_seen = y  # the first negative label (predict_one returns it)
+        self.classifier.learn_one(x, y, **model_kwargs)
+        self._n_model_labels += 1
+        if key is not None:
+            del self._pending[key]
+        if not learn:  # a cold start's margin: the model had learned too few labels to score it
+            self._n_cold_skipped += 1
+            return
+        if self._selector is not None:
+            self._selector.update(margin, pos, weight)
+        elif self._segmented is not None:
+            self._segmented.update(seg, margin, pos, weight, tf)
+        else:
+            self._thors.update(margin, pos, weight, tf)
+        if tf is not None and tf > self._last_t:
+            self._last_t = tf  # the newest time learned
+        if not self._ready:
+            self._count(pos)
+
     def _positive(self, y: Any) -> bool:
         """With a ``pos_label``: whether ``y`` is it (a negative label must be hashable: the
         first one is remembered once its event is accepted)."""
@@ -684,7 +940,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """The threshold :meth:`predict_one` uses now: THORS once warmed up, else the default.
 
         ``-inf`` means every event is predicted positive. Falls back to the default
-        when a time window has emptied.
+        when a time window has emptied. With per-event costs it is the cut on the cost
+        margin (``0.0``, the per-event Bayes rule, until warm); with ``segment=``, the
+        threshold over all segments.
         """
         if self._selector is not None:
             return self._selector.get()
@@ -713,8 +971,27 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
 
     @property
     def n_pending(self) -> int:
-        """Number of scores stored under a key and waiting for their label."""
+        """Number of scores (margins, with per-event costs) stored under a key and waiting for their label."""
         return len(self._pending)
+
+    @property
+    def decide_on(self) -> str:
+        """``"margin"`` with per-event costs (``fn_cost`` or ``fp_cost`` a feature name or a
+        callable): decisions are ``cost margin > threshold``; else ``"score"``: ``probability > threshold``."""
+        return "margin" if self._margin else "score"
+
+    @property
+    def n_model_labels(self) -> int:
+        """With per-event costs: labels the wrapped model has learned through this wrapper
+        (what a margin's cold start is judged by); ``0`` with numbers for both costs (not counted)."""
+        return self._n_model_labels
+
+    @property
+    def n_cold_skipped(self) -> int:
+        """With per-event costs: labelled events whose margin the thresholder did not learn
+        because the model that scored it had learned fewer than ``min_model_labels`` labels
+        (the model learned them); ``0`` with numbers for both costs."""
+        return self._n_cold_skipped
 
     # ---------------------------------------------------------------- checkpoints
     def save_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
@@ -759,7 +1036,16 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         }
         if not self._plain_labels:  # the negative label predict_one answers (learned, or given)
             state["neg_label"] = _encode_pending_key(self._neg_seen)
-        arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
+        if self._margin:  # per-event costs: the settings, the model's label count, each pending decision's parts
+            params["margin"] = self._margin_settings()
+            state["n_model_labels"], state["n_cold_skipped"] = self._n_model_labels, self._n_cold_skipped
+            entries = list(self._pending.values())
+            arrays = {**arrays, "pending_scores": np.array([e[0] for e in entries], dtype=np.float64),
+                      "pending_fn": np.array([e[1] for e in entries], dtype=np.float64),
+                      "pending_fp": np.array([e[2] for e in entries], dtype=np.float64),
+                      "pending_labels": np.array([e[3] for e in entries], dtype=np.int64)}
+        else:
+            arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
         if self._selector is not None:  # window="auto": "thors" is its longest window
             sp, ss, sa = self._selector._checkpoint_parts()
             params["selector"], state["selector"] = sp, ss
@@ -788,9 +1074,15 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         where, legacy = ck.where, ck.revision < 2
         arrays = dict(ck.arrays)
         scores = arrays.pop("pending_scores", None)
+        costs = [arrays.pop(k, None) for k in ("pending_fn", "pending_fp", "pending_labels")]
         params, state = ck.params, ck.state
         if not isinstance(params, dict) or not isinstance(state, dict):
             raise ValueError(f"{where} is invalid: params and state must be objects")
+        margin = "margin" in params
+        if margin != self._margin:
+            said = ("on the cost margin (per-event fn_cost/fp_cost)", "on the score (numbers for fn_cost and fp_cost)")
+            raise ValueError(f"{where} was written by a wrapper deciding {said[not margin]}; this wrapper decides "
+                             f"{said[not self._margin]}")
         auto, segmented = "selector" in params, "segments" in params
         if auto != (self._selector is not None):
             raise ValueError(f"{where} was written by a wrapper with window={'auto' if auto else 'not auto'!s}, "
@@ -799,11 +1091,18 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             raise ValueError(f"{where} was written by a wrapper {'with' if segmented else 'without'} segment=, "
                              f"this wrapper has segment={self.segment!r}")
         extra = {"selector"} if auto else {"segments"} if segmented else set()
-        _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra, where)
+        _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra | ({"margin"} if margin else set()),
+                      where)
         optional = {"neg_label"} & set(state)  # (files written before it was saved lack it)
         _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
                                        "pending_keys"} | extra | optional
-                      | ({"segment_keys"} if segmented else set()), where)
+                      | ({"segment_keys"} if segmented else set())
+                      | ({"n_model_labels", "n_cold_skipped"} if margin else set()), where)
+        if margin and params["margin"] != self._margin_settings():
+            raise ValueError(f"{where} was written with per-event cost settings {params['margin']!r}, this wrapper "
+                             f"has {self._margin_settings()!r} (a callable is recorded as such, not compared)"[:600])
+        if not margin and any(c is not None for c in costs):
+            raise ValueError(f"{where} is invalid: it holds pending costs without per-event costs")
         neg = self._neg_seen
         if optional:
             neg = _decode_pending_key(state["neg_label"], False, "state.neg_label", where)
@@ -852,7 +1151,17 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             i = int(np.flatnonzero(~finite)[0])
             raise ValueError(f"{where} is invalid: array 'pending_scores' holds {float(scores[i])!r} at {i} "
                              f"(the score pending under key {keys[i]!r}); scores are finite")
-        pending = collections.OrderedDict(zip(keys, scores.tolist()))
+        n_model, n_skipped = 0, 0
+        if margin:
+            n_model = _check_int(state["n_model_labels"], "state.n_model_labels", 0, where)
+            n_skipped = _check_int(state["n_cold_skipped"], "state.n_cold_skipped", 0, where)
+            if n_skipped + n_learned > n_model:
+                raise ValueError(f"{where} is invalid: state.n_cold_skipped={n_skipped} plus state.n_learned="
+                                 f"{n_learned} exceeds state.n_model_labels={n_model}")
+            pending = collections.OrderedDict(zip(keys, zip(scores.tolist(), *self._pending_costs(costs, keys, n_model,
+                                                                                                  where))))
+        else:
+            pending = collections.OrderedDict(zip(keys, scores.tolist()))
         if len(pending) != len(keys):
             raise ValueError(f"{where} is invalid: state.pending_keys holds a key twice")
         if len(pending) > min(max_pending, self.max_pending):
@@ -877,9 +1186,49 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._n_learned, self._n_pos = n_learned, n_pos
         self._ready, self._n_evicted = ready, n_evicted
         self._pending = pending
+        self._n_model_labels, self._n_cold_skipped = n_model, n_skipped
         if not self._plain_labels and self.neg_label is None:
             self._neg_seen = neg
         self._cache_x = None
+
+    def _margin_settings(self) -> dict[str, Any]:
+        """The per-event cost settings as a checkpoint records them: a number, a feature's
+        name, or only the fact of a callable (callables cannot be compared)."""
+        def record(setting: CostSetting) -> list[Any]:
+            if isinstance(setting, str):
+                return ["feature", setting]
+            if callable(setting):
+                return ["callable", None]
+            return ["number", setting]
+
+        return {"fn_cost": record(self._fn_setting), "fp_cost": record(self._fp_setting),
+                "min_model_labels": self.min_model_labels}
+
+    @staticmethod
+    def _pending_costs(costs: list[np.ndarray | None], keys: list[Hashable], n_model: int,
+                       where: str) -> tuple[list[float], list[float], list[int]]:
+        """The pending decisions' costs and label counts of a checkpoint, checked: one per
+        key, costs in ``[2**-960, 2**960]``, counts from 0 to the model's ``n_model``."""
+        for name, a in zip(("pending_fn", "pending_fp", "pending_labels"), costs):
+            if a is None or a.shape != (len(keys),):
+                got = "no array" if a is None else f"shape {a.shape}"
+                raise ValueError(f"{where} is invalid: array {name!r} must hold one value per pending key "
+                                 f"({len(keys)}), got {got}")
+        fn, fp, labels = costs
+        assert fn is not None and fp is not None and labels is not None
+        for name, a in (("pending_fn", fn), ("pending_fp", fp)):
+            bad = ~((a >= MIN_WEIGHTED_COST) & (a <= MAX_WEIGHTED_COST))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ValueError(f"{where} is invalid: array {name!r} holds {float(a[i])!r} at {i} (the cost pending "
+                                 f"under key {keys[i]!r}); costs lie in [2**-960, 2**960]"[:600])
+        bad = (labels < 0) | (labels > n_model)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(f"{where} is invalid: array 'pending_labels' holds {int(labels[i])} at {i} (key "
+                             f"{keys[i]!r}); a decision's model had learned from 0 to state.n_model_labels="
+                             f"{n_model} labels"[:600])
+        return fn.tolist(), fp.tolist(), labels.tolist()
 
 
 # ---------------------------------------------------------------- checkpoint helpers
