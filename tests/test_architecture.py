@@ -28,7 +28,8 @@ LAYERS: list[tuple[str, set[str]]] = [
                             "_stream_store"}),
     ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
                         "margin_stream"}),
-    ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "__main__", "__init__"}),
+    ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
+                                       "__init__"}),
 ]
 
 

@@ -25,7 +25,7 @@ one that imports it back), lowest first:
 8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
    ``metrics``, ``margin_stream``);
 9. integrations and entry points (``river``, ``sklearn``, ``dask``, ``io``, ``cli``,
-   ``demo``).
+   ``demo``, ``money``: progressive evaluation in money).
 """
 
 from ._version import __version__ as __version__
