@@ -8,10 +8,15 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from oracle import brute_force
+from strategies import any_scores, costs, dyadic_weights, labels
 
-from thors_stream import StreamingThors
+from thors_stream import StreamingThors, thors_threshold
 from thors_stream.checkpoint import read_checkpoint_full, write_checkpoint
-from thors_stream.segments import SegmentedStreamingThors, _segment_seed
+from thors_stream.margin import cost_margin, margin_weight
+from thors_stream.segments import SegmentedStreamingThors, _segment_seed, pooled_threshold
 from thors_stream.selection import WindowSelector
 
 
@@ -111,7 +116,7 @@ def _snapshot(st):
     return pickle.dumps(st)
 
 
-@pytest.mark.parametrize("mode", ["auto", "plain"])
+@pytest.mark.parametrize("mode", ["auto", "pooled", "plain"])
 def test_bad_input_changes_nothing(mode):
     kw = {"auto": AUTO, "pooled": {"fn_cost": 4, "fp_cost": 1, "window": 60, "pool_weight": 0.25},
           "plain": {"fn_cost": 4, "fp_cost": 1, "window": 60}}[mode]
@@ -208,3 +213,232 @@ def test_auto_checkpoint_refusals_change_nothing(tmp_path):
     with pytest.raises(ValueError, match=r"segment .*weights"):
         _load(target, tmp_path / "broken.ckpt")
     assert _snapshot(target) == before
+
+
+# ---------------------------------------------------------------- partial pooling
+class _Reference:
+    """The events each summary holds, kept by hand: per segment and over all, a count window
+    (``window``), a time window (``period``: ``t > t_newest - period``, times increasing) or
+    everything."""
+
+    def __init__(self, window=None, period=None):
+        self.window, self.period = window, period
+        self.seg: dict[str, list] = {}
+        self.all: list = []
+
+    def _cut(self, ev):
+        if self.window is not None:
+            return ev[-self.window:]
+        if self.period is not None:
+            return [e for e in ev if e[3] > ev[-1][3] - self.period]
+        return ev
+
+    def update(self, g, s, y, w, t=None):
+        self.seg[g] = self._cut([*self.seg.get(g, []), (s, y, w, t)])
+        self.all = self._cut([*self.all, (s, y, w, t)])
+
+    def pooled_events(self, g, lam):
+        """``(score, label, weight)``: the segment's held events at their weight, then every
+        globally held event at lam times its weight."""
+        return [(s, y, w) for s, y, w, _ in self.seg[g]] + [(s, y, lam * w) for s, y, w, _ in self.all]
+
+
+def _batch(events, **kw):
+    s, y, w = (np.array(c) for c in zip(*events))
+    return thors_threshold(s, y.astype(bool), sample_weight=w, **kw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(evs=st.lists(st.tuples(st.sampled_from("abc"), any_scores, labels, dyadic_weights), min_size=1, max_size=30),
+       lam=st.sampled_from([0.125, 0.25, 0.5, 1.0, 2.0, 3.0]), window=st.sampled_from([None, 4, 9]),
+       costs=st.tuples(costs, costs), prior=st.sampled_from([None, None, 0.25]), pool_every=st.sampled_from([1, 3]),
+       data=st.data())
+def test_pooled_threshold_is_exact_right_after_a_recompute(evs, lam, window, costs, prior, pool_every, data):
+    """Right after a recompute, the pooled threshold is THORS on the segment's held events at
+    weight w plus the global ones at lam * w: the batch search, pooled_threshold with the
+    segment's mask where its events are among the global ones, and the brute-force oracle."""
+    fn, fp = costs
+    st_ = SegmentedStreamingThors(fn_cost=fn, fp_cost=fp, window=window, pool_weight=lam, pool_every=pool_every,
+                                  min_per_class=1, class_prior=prior)
+    ref = _Reference(window=window)
+    for i, (g, s, y, w) in enumerate(evs):
+        st_.update(g, s, y, w)
+        ref.update(g, s, y, w)
+        if not data.draw(st.booleans(), label=f"read after event {i}") and i < len(evs) - 1:
+            continue
+        r = st_.pooled_result(g)
+        ev = ref.pooled_events(g, lam)
+        want = _batch(ev, fn_cost=fn, fp_cost=fp, class_prior=prior)
+        assert r.threshold == want.threshold and r.cost == want.cost
+        assert (r.n0, r.n1, r.count0, r.count1, r.k0, r.k1, r.count_k0, r.count_k1) == \
+            (want.n0, want.n1, want.count0, want.count1, want.k0, want.k1, want.count_k0, want.count_k1)
+        if st_.source(g) == "pooled":
+            assert st_.get(g) == r.threshold
+        else:  # neither the segment nor the global summary holds both classes
+            assert st_.get(g) == st_.global_threshold()
+        if prior is None:
+            assert r.threshold == brute_force(ev, fn, fp)[0]
+        if window is None:  # the segment's events are among the global ones: pooled_threshold itself
+            mask = [e[0] == g for e in evs[:i + 1]]
+            s, y, w = (np.array(c) for c in zip(*[(e[1], e[2], e[3]) for e in evs[:i + 1]]))
+            assert r.threshold == pooled_threshold(s, y.astype(bool), mask, lam, fn_cost=fn, fp_cost=fp,
+                                                   sample_weight=w, class_prior=prior).threshold
+
+
+@pytest.mark.parametrize("pool_every", [1, 7, 40])
+def test_pooled_staleness_rule_support_rule_and_eviction(pool_every):
+    """get() answers the pooled threshold computed at the segment's first read, or at the
+    first read once pool_every events were learned since; a segment gets its pooled threshold
+    when its window or the global one holds min_per_class of each class, else the global one;
+    an evicted segment starts afresh."""
+    lam, win, m = 0.5, 40, 3
+    st_ = SegmentedStreamingThors(fn_cost=3, fp_cost=1, window=win, pool_weight=lam, pool_every=pool_every,
+                                  min_per_class=m, max_segments=2)
+    ref, glob = _Reference(window=win), StreamingThors(fn_cost=3, fp_cost=1, window=win)
+    cache: dict[str, tuple[float, int]] = {}
+    seen = {"pooled": 0, "global": 0, "stale": 0}
+    for n, (g, s, y, _) in enumerate(_stream(7, 300), start=1):
+        st_.update(g, s, y)
+        glob.update(s, y)
+        ref.update(g, s, y, 1.0)
+        for k in list(ref.seg):
+            if k not in st_.segments():  # evicted: forgotten, with its pooled threshold
+                del ref.seg[k]
+                cache.pop(k, None)
+        own = ref.seg[g]
+        supported = min(sum(e[1] for e in own), sum(not e[1] for e in own)) >= m or \
+            glob.result().is_supported(m)
+        got = st_.get(g)
+        if not supported:
+            assert got == glob.get() and st_.source(g) == "global"
+            seen["global"] += 1
+            continue
+        assert st_.source(g) == "pooled"
+        seen["pooled"] += 1
+        if g not in cache or n - cache[g][1] >= pool_every:
+            cache[g] = (_batch(ref.pooled_events(g, lam), fn_cost=3, fp_cost=1).threshold, n)
+        elif cache[g][0] != _batch(ref.pooled_events(g, lam), fn_cost=3, fp_cost=1).threshold:
+            seen["stale"] += 1  # a cached threshold that a recompute would change
+        assert got == cache[g][0]
+    assert seen["pooled"] > 100 and seen["global"] > 0 and st_.evicted > 0
+    if pool_every > 1:
+        assert seen["stale"] > 0  # the cache was in use
+
+
+def test_pooled_small_segment_below_min_per_class_gets_pooled_threshold():
+    st_ = SegmentedStreamingThors(fn_cost=5, fp_cost=1, window=None, pool_weight=0.01, min_per_class=30)
+    plain = SegmentedStreamingThors(fn_cost=5, fp_cost=1, window=None, min_per_class=30)
+    for g, s, y, w in _stream(8, 800, p=(0.6, 0.39, 0.01)):
+        st_.update(g, s, y, w)
+        plain.update(g, s, y, w)
+    r = st_.result("rare")
+    assert not r.is_supported(30) and st_.source("rare") == "pooled" and plain.source("rare") == "global"
+    assert st_.get("rare") == st_.pooled_result("rare").threshold
+    assert plain.get("rare") == plain.global_threshold()
+    assert st_.source("a") == "pooled" and plain.source("a") == "segment"
+    assert st_.get("never seen") == st_.global_threshold() and st_.pooled_result("never seen") is None
+    assert plain.pooled_result("a") is None
+
+
+def test_pooled_with_per_event_costs_on_margins():
+    """The per-event cost mode: scores are cost margins, weights fn_i (positives) / fp_i
+    (negatives), unit costs; the pooled threshold is the batch margin mode's on the pooled events."""
+    rng = np.random.default_rng(9)
+    n = 400
+    g = rng.choice(["a", "b"], n, p=[0.9, 0.1])
+    y = rng.random(n) < 0.2
+    p = np.clip(rng.beta(2, 5, n) + 0.3 * y, 0, 1)
+    amount = rng.integers(1, 500, n).astype(float)
+    fee = 5.0
+    st_ = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window=None, pool_weight=0.25, min_per_class=5)
+    for k, pi, yi, ai in zip(g.tolist(), p.tolist(), y.tolist(), amount.tolist()):
+        st_.update(k, cost_margin(pi, ai, fee), yi, margin_weight(yi, ai, fee))
+    for k in ("a", "b"):
+        m = g == k
+        # the segment's events at weight 1, every event at weight 0.25: pooled_threshold's weights
+        want = thors_threshold(p, y, fn_cost=amount, fp_cost=fee, sample_weight=m + 0.25, decide_on="margin")
+        assert st_.pooled_result(k).threshold == want.threshold == st_.get(k)
+        assert st_.pooled_result(k).cost == want.cost
+
+
+def test_pooled_with_period():
+    period = 30.0
+    st_ = SegmentedStreamingThors(fn_cost=2, fp_cost=1, period=period, pool_weight=0.5, min_per_class=2)
+    ref = _Reference(period=period)
+    for i, (g, s, y, w) in enumerate(_stream(10, 200, weighted=True)):
+        st_.update(g, s, y, w, t=float(i))
+        ref.update(g, s, y, w, float(i))
+        if i % 17 == 0:
+            assert st_.pooled_result(g).threshold == _batch(ref.pooled_events(g, 0.5), fn_cost=2, fp_cost=1).threshold
+    with pytest.raises(ValueError, match=r"t .*required"):
+        st_.update("a", 0.5, 1)
+
+
+def test_pooled_constructor_refusals():
+    base = {"fn_cost": 1, "fp_cost": 1, "window": 50}
+    for lam in (0, -1.0, float("nan"), float("inf"), 2.0**40, 2.0**-40):
+        with pytest.raises(ValueError, match="pool_weight"):
+            SegmentedStreamingThors(**base, pool_weight=lam)
+    with pytest.raises(TypeError):
+        SegmentedStreamingThors(**base, pool_weight="0.5")
+    for every in (0, -3, 1.5, True):
+        with pytest.raises(ValueError, match="pool_every"):
+            SegmentedStreamingThors(**base, pool_weight=0.5, pool_every=every)
+    with pytest.raises(ValueError, match="pool_every=10 only applies with pool_weight"):
+        SegmentedStreamingThors(**base, pool_every=10)
+    with pytest.raises(ValueError, match="window='auto'"):
+        SegmentedStreamingThors(**AUTO, pool_weight=0.5)
+    with pytest.raises(ValueError, match="max_fpr"):
+        SegmentedStreamingThors(**base, pool_weight=0.5, max_fpr=0.1)
+    with pytest.raises(ValueError, match="min_per_class"):
+        SegmentedStreamingThors(**base, pool_weight=0.5, min_per_class=0)
+    st_ = SegmentedStreamingThors(**base, pool_weight=0.5)
+    assert (st_.pool_weight, st_.pool_every) == (0.5, 500)
+
+
+def _fresh_pooled(**kw):
+    return SegmentedStreamingThors(**{"fn_cost": 4, "fp_cost": 1, "window": 60, "pool_weight": 0.25,
+                                      "pool_every": 25, "min_per_class": 3, "max_segments": 2, **kw})
+
+
+def test_pooled_checkpoint_roundtrip_continues_identically(tmp_path):
+    events = _stream(11, 400, weighted=True)
+    st_ = _fresh_pooled()
+    for g, s, y, w in events[:250]:
+        st_.update(g, s, y, w)
+        st_.get(g)
+    assert st_.evicted > 0 and st_._pool
+    _save(st_, tmp_path / "pooled.ckpt")
+    back = _fresh_pooled()
+    _load(back, tmp_path / "pooled.ckpt")
+    assert back._pool == st_._pool and back._learned == st_._learned
+    for g, s, y, w in events[250:]:  # the same cached thresholds, recomputed at the same reads
+        st_.update(g, s, y, w)
+        back.update(g, s, y, w)
+        assert back.get(g) == st_.get(g) and back.source(g) == st_.source(g)
+    assert back._pool == st_._pool
+
+
+def test_pooled_checkpoint_refusals_change_nothing(tmp_path):
+    st_ = _fresh_pooled()
+    for g, s, y, w in _stream(12, 200):
+        st_.update(g, s, y, w)
+        st_.get(g)
+    _save(st_, tmp_path / "pooled.ckpt")
+    cases = [(_fresh_pooled(pool_weight=0.5), "pool_weight"), (_fresh_pooled(pool_every=26), "pool_every"),
+             (SegmentedStreamingThors(fn_cost=4, fp_cost=1, window=60, min_per_class=3, max_segments=2),
+              "with pool_weight")]
+    for target, msg in cases:
+        before = _snapshot(target)
+        with pytest.raises(ValueError, match=msg):
+            _load(target, tmp_path / "pooled.ckpt")
+        assert _snapshot(target) == before
+    ck = read_checkpoint_full(tmp_path / "pooled.ckpt", "test.segments")
+    for entry, msg in (([float("nan"), 3], r"pool\[0\]"), ([0.5, 10**6], r"pool\[0\]"), ("x", r"pool\[0\]")):
+        state = {**ck.state, "segments": {**ck.state["segments"], "pool": [entry, None]}}
+        write_checkpoint(tmp_path / "bad.ckpt", "test.segments", ck.params, state, ck.arrays)
+        target = _fresh_pooled()
+        before = _snapshot(target)
+        with pytest.raises(ValueError, match=msg):
+            _load(target, tmp_path / "bad.ckpt")
+        assert _snapshot(target) == before

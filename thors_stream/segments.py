@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -202,6 +203,69 @@ def _check_min_per_class(min_per_class: Any) -> None:
         raise ValueError(f"min_per_class must be an integer >= 1, got {min_per_class!r}")
 
 
+def _check_pooling(pool_weight: Any, pool_every: Any) -> tuple[float, int]:
+    """``(pool_weight, pool_every)`` checked: a weight in ``[2**-32, 2**32]`` (pooled sums of
+    valid weights then stay finite and normal; 0 is no pooling, ``pool_weight=None``) and an
+    integer >= 1."""
+    lam = real_number(pool_weight, "pool_weight")
+    if not 2.0**-32 <= lam <= 2.0**32:
+        raise ValueError(f"pool_weight must be in [2**-32, 2**32] (None: no pooling), got {pool_weight!r}")
+    if isinstance(pool_every, bool) or not isinstance(pool_every, (int, np.integer)) or pool_every < 1:
+        raise ValueError(f"pool_every must be an integer >= 1, got {pool_every!r}")
+    return lam, int(pool_every)
+
+
+def _pooled_rows_result(own: Sequence[np.ndarray], glob: Sequence[np.ndarray], lam: float, fn: float, fp: float,
+                        prior: float | None) -> ThresholdResult:
+    """THORS on the rows ``own`` (a segment's held events, ``(keys, w1, w0, c1, c0)`` as
+    :meth:`StreamingThors.held() <thors_stream.StreamingThors.held>` exports them) at their
+    weights plus the rows ``glob`` at ``lam`` times theirs: the rows merged, equal keys
+    summed (own keys located among the global ones by binary search when they all are, else
+    a stable sort of the two ascending runs, one linear merge), then the prefix
+    search of :func:`~thors_stream.thors_threshold` (the same candidates, the same tie rule:
+    the smallest threshold among equal costs, ``-inf`` first). Counts are those of every
+    event used. O(n_own log n_glob + n_glob) or O(n_own + n_glob).
+
+    >>> rows = lambda *c: tuple(np.array(x, dtype=float) for x in c)
+    >>> own = rows([0.2, 0.6], [0, 1], [1, 0], [0, 1], [1, 0])
+    >>> glob = rows([0.4, 0.6], [1, 1], [0, 0], [1, 1], [0, 0])
+    >>> r = _pooled_rows_result(own, glob, 0.5, 1.0, 1.0, None)
+    >>> r.threshold, r.n1, r.count1
+    (0.2, 2.0, 3)
+    """
+    from .batch import _pick
+    from .costs import class_coefficients
+
+    gk, ok = glob[0], own[0]
+    at = np.searchsorted(gk, ok)
+    if at.shape[0] == 0 or (at[-1] < gk.shape[0] and np.array_equal(gk[at], ok)):
+        # every own key is a global key (the usual case: the segment's events are global ones)
+        k = gk
+        w1, w0, c1, c0 = (glob[i] * lam if i < 3 else glob[i].copy() for i in (1, 2, 3, 4))
+        for col, i in ((w1, 1), (w0, 2), (c1, 3), (c0, 4)):
+            col[at] += own[i]  # (distinct positions)
+    else:
+        keys = np.concatenate([ok, gk])
+        order = np.argsort(keys, kind="stable")
+        k = keys[order]
+        starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))
+        k = k[starts]
+        w1, w0, c1, c0 = (np.add.reduceat(np.concatenate([own[i], glob[i] * lam if i < 3 else glob[i]])[order],
+                                          starts) for i in (1, 2, 3, 4))
+    n1, n0 = float(w1.sum()), float(w0.sum())
+    count1, count0 = int(c1.sum()), int(c0.sum())
+    a, b = class_coefficients(fn, fp, n0, n1, prior)
+    j = _pick(np.cumsum(a * w1 - b * w0))  # (the batch search's quantity and rule)
+    if j < 0:
+        return ThresholdResult(-np.inf, float(b * n0), n0, n1, 0.0, 0.0, count0, count1, 0, 0, fn, fp, prior)
+    k1, k0 = float(w1[:j + 1].sum()), float(w0[:j + 1].sum())
+    return ThresholdResult(
+        threshold=float(k[j]), cost=float(a * k1 + b * (n0 - k0)), n0=n0, n1=n1, k0=k0, k1=k1, count0=count0,
+        count1=count1, count_k0=int(c0[:j + 1].sum()), count_k1=int(c1[:j + 1].sum()), fn_cost=fn, fp_cost=fp,
+        class_prior=prior,
+    )
+
+
 def _counts_support(st: StreamingThors, min_per_class: int) -> bool:
     """Whether ``st`` holds at least ``min_per_class`` (>= 1) events of each class. O(1)."""
     _, _, c1, c0 = st._tree.totals()
@@ -237,8 +301,31 @@ class SegmentedStreamingThors:
     segment (the shorter windows' events are held again in their own summaries).
     :attr:`global_summary` is the global selector's longest window.
 
+    **Partial pooling** (``pool_weight=λ``): a held segment's threshold is its *pooled*
+    threshold, THORS on its own held events at their weights plus *every* event the global
+    summary holds at ``λ`` times its weight (where the segment's events are among the global
+    ones — no window, or a window that still holds them — this is exactly
+    :func:`pooled_threshold` with the segment's mask). Small segments are pulled toward the
+    global threshold, large ones keep their own (``λ · n_global`` is about the segment size
+    at which the segment starts to dominate). The rule: a held segment gets its pooled
+    threshold as soon as its own window *or* the global one holds ``min_per_class`` events of
+    each class — so a segment too small to stand alone gets the pooled threshold, not the
+    global one; before that, and for a segment never seen or evicted, the global threshold.
+    **Staleness and cost**: a segment's pooled threshold is computed at its first read
+    (:meth:`get`, :meth:`predict_one`) and computed again at a read once ``pool_every``
+    events (of any segment: each changes the global summary) have been learned since: the
+    threshold in use is at most ``pool_every`` events old. A computation exports the held
+    rows of the segment and of the global summary and merges them, O(n_segment + n_global)
+    time and memory; there is at most one per segment per ``pool_every`` events, so a read is
+    O(1) amortised over ``pool_every`` events for each segment read (with k segments read in a
+    stretch of ``pool_every`` events: O(k (n_segment + n_global) / pool_every) per event;
+    raise ``pool_every`` with many segments). ``λ`` lies in ``[2**-32, 2**32]``; not with
+    ``window="auto"`` or ``max_fpr``/``max_fnr``; count windows, ``period`` and no window all
+    work (each summary keeps its own window).
+
     Weighted events (``w``) work in every mode, e.g. per-event costs at unit costs: weigh a
-    positive by its ``fn_i`` and a negative by its ``fp_i``.
+    positive by its ``fn_i`` and a negative by its ``fp_i`` (``fn_cost=fp_cost=1``; the
+    scores are then cost margins, see :mod:`thors_stream.margin`).
 
     Examples
     --------
@@ -258,18 +345,40 @@ class SegmentedStreamingThors:
     (('window 4', 'window 16', 'default'), True)
     >>> auto.get("never seen") == auto.global_selector.get()
     True
+
+    Partial pooling: the small segment ``"b"`` (one event of each class, fewer than
+    ``min_per_class``) gets its pooled threshold, not the global one.
+
+    >>> pooled = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window=None, pool_weight=0.25, min_per_class=2)
+    >>> for seg, s, y in [("a", 0.1, 0), ("a", 0.3, 0), ("a", 0.4, 1), ("a", 0.6, 1), ("b", 0.5, 0), ("b", 0.7, 1)]:
+    ...     pooled.update(seg, s, y)
+    >>> pooled.source("b"), pooled.get("b"), pooled.global_threshold()
+    ('pooled', 0.5, 0.3)
     """
 
     def __init__(self, *, fn_cost: float, fp_cost: float, window: int | str | None = None,
                  period: float | None = None, max_segments: int = 10_000,
                  min_per_class: int = DEFAULT_MIN_PER_CLASS, windows: Sequence[int] | None = None,
                  default_threshold: float | None = None, choose: str | None = None, seed: int | None = None,
-                 **kw: Any) -> None:
+                 pool_weight: float | None = None, pool_every: int | None = None, **kw: Any) -> None:
         if isinstance(max_segments, bool) or not isinstance(max_segments, int) or max_segments < 1:
             raise ValueError(f"max_segments must be an integer >= 1, got {max_segments!r}")
         auto = isinstance(window, str)
         if auto and window != "auto":
             raise ValueError(f"window must be a positive integer, None or 'auto', got {window!r}")
+        self.pool_weight: float | None = None
+        self.pool_every: int | None = None
+        if pool_weight is None and pool_every is not None:
+            raise ValueError(f"pool_every={pool_every!r} only applies with pool_weight=...")
+        if pool_weight is not None:
+            self.pool_weight, self.pool_every = _check_pooling(pool_weight, 500 if pool_every is None else pool_every)
+            _check_min_per_class(min_per_class)
+            if auto:
+                raise ValueError("pool_weight does not combine with window='auto' (pool over a count window, "
+                                 "a time window or all events)")
+            if kw.get("max_fpr") is not None or kw.get("max_fnr") is not None:
+                raise ValueError("pool_weight does not combine with max_fpr/max_fnr (the pooled threshold is the "
+                                 "minimum-cost one)")
         if not auto and (windows is not None or choose is not None or seed is not None):
             given = [n for n, v in (("windows", windows), ("choose", choose), ("seed", seed)) if v is not None]
             raise ValueError(f"{', '.join(given)} only apply with window='auto' (this object has window={window!r})")
@@ -319,6 +428,28 @@ class SegmentedStreamingThors:
         self._seg: OrderedDict[Hashable, Any] = OrderedDict()
         self.evicted = 0
         self._created = 0  # segments registered so far (window='auto': numbers their seeds)
+        # partial pooling: events learned (the clock of the pooled thresholds' age), each held
+        # segment's pooled threshold with the clock when it was computed, the global rows last
+        # exported with their clock
+        self._learned = 0
+        self._pool: dict[Hashable, tuple[float, int]] = {}
+        self._global_rows: tuple[int, tuple[np.ndarray, ...]] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_global_rows"] = None  # a cache: exported again when needed
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        state.setdefault("_learned", 0)  # (objects pickled before pooling existed)
+        state.setdefault("_pool", {})
+        state.setdefault("_global_rows", None)
+        state.setdefault("_created", 0)
+        state.setdefault("_auto", False)
+        state.setdefault("global_selector", None)
+        for name in ("pool_weight", "pool_every", "windows", "choose", "seed", "default_threshold"):
+            state.setdefault(name, None)
+        self.__dict__.update(state)
 
     @property
     def auto(self) -> bool:
@@ -355,6 +486,7 @@ class SegmentedStreamingThors:
             st.update(score, y, w, t)
             self._seg.move_to_end(segment)
         self.global_summary.update(score, y, w, t)
+        self._learned += 1
 
     def _held(self, segment: Hashable) -> Any:
         """The segment's summary or selector (``None`` when not held); ``TypeError`` naming an
@@ -370,7 +502,8 @@ class SegmentedStreamingThors:
         self._seg[segment] = st
         self._created += 1
         if len(self._seg) > self.max_segments:
-            self._seg.popitem(last=False)
+            old, _ = self._seg.popitem(last=False)
+            self._pool.pop(old, None)
             self.evicted += 1
 
     def _update_auto(self, segment: Hashable, score: float, y: Any, w: float, t: Any) -> None:
@@ -385,6 +518,7 @@ class SegmentedStreamingThors:
             sel.update(score, y, w)
             self._seg.move_to_end(segment)
         self.global_selector.update(score, y, w)  # type: ignore[union-attr]  # (auto: a selector)
+        self._learned += 1
 
     def global_threshold(self) -> float | None:
         """The threshold over all events (``None`` before any; with ``window="auto"`` the
@@ -435,10 +569,71 @@ class SegmentedStreamingThors:
                 thr: float = sel.get()
                 return thr
             return self.global_selector.get()  # type: ignore[union-attr]  # (auto: a selector)
+        if self.pool_weight is not None:
+            st = self._seg.get(segment)
+            if st is None or not self._pools(st):
+                return self.global_threshold()
+            cached = self._pool.get(segment)
+            if cached is None or self._learned - cached[1] >= self.pool_every:  # type: ignore[operator]
+                return self._refresh(segment, st).threshold
+            return cached[0]
         r = self.result(segment)
         if r is not None and r.is_supported(self.min_per_class):
             return r.threshold
         return self.global_threshold()
+
+    # ---- partial pooling
+    def _pools(self, st: StreamingThors) -> bool:
+        """Whether a held segment gets its pooled threshold: its window or the global one holds
+        ``min_per_class`` events of each class. O(1)."""
+        return _counts_support(st, self.min_per_class) or _counts_support(self.global_summary, self.min_per_class)
+
+    def _refresh(self, segment: Hashable, st: StreamingThors) -> ThresholdResult:
+        """Compute the segment's pooled result on the events held now and keep its threshold
+        with the clock. O(n_segment + n_global)."""
+        g = self._global_rows
+        if g is None or g[0] != self._learned:
+            g = self._global_rows = (self._learned, self.global_summary.held())
+        r = _pooled_rows_result(st.held(), g[1], self.pool_weight,  # type: ignore[arg-type]  # (pooling on)
+                                st.fn_cost, st.fp_cost, st.class_prior)
+        self._pool[segment] = (r.threshold, self._learned)
+        return r
+
+    def pooled_result(self, segment: Hashable) -> ThresholdResult | None:
+        """With ``pool_weight``: the segment's pooled result on the events held now — THORS on
+        its held events at their weight plus every globally held event at ``pool_weight`` times
+        its weight, the counts and weights those of every event used — computed afresh (the
+        threshold :meth:`get` answers from then on); ``None`` for a segment not held or without
+        pooling. O(n_segment + n_global).
+
+        >>> st = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window=None, pool_weight=0.5, min_per_class=1)
+        >>> for seg, s, y in [("a", 0.2, 0), ("a", 0.6, 1), ("b", 0.4, 1), ("b", 0.5, 0), ("b", 0.7, 1)]:
+        ...     st.update(seg, s, y)
+        >>> r = st.pooled_result("a")
+        >>> r.threshold, r.count1, r.count0, r.n1, st.get("a")
+        (0.2, 4, 3, 2.5, 0.2)
+        """
+        st = self._seg.get(segment)
+        if self.pool_weight is None or st is None:
+            return None
+        return self._refresh(segment, st)
+
+    def source(self, segment: Hashable) -> str:
+        """Where :meth:`get` takes the segment's threshold from: ``"segment"`` (its own window, or
+        its selector with ``window="auto"``), ``"pooled"`` (its pooled threshold) or ``"global"``
+        (the global one: the segment is not held or lacks support). O(1).
+
+        >>> st = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window=10, min_per_class=1)
+        >>> st.update("a", 0.2, 0); st.update("a", 0.6, 1); st.update("b", 0.4, 1)
+        >>> st.source("a"), st.source("b"), st.source("never seen")
+        ('segment', 'global', 'global')
+        """
+        st = self._summary(segment)
+        if st is None:
+            return "global"
+        if self.pool_weight is not None:
+            return "pooled" if self._pools(st) else "global"
+        return "segment" if _counts_support(st, self.min_per_class) else "global"
 
     def predict_one(self, segment: Hashable, score: float) -> bool:
         """``score > get(segment)`` (False before any threshold)."""
@@ -485,6 +680,10 @@ class SegmentedStreamingThors:
                           default_threshold=self.default_threshold, seed=self.seed, selector=sp)
             state.update(created=self._created, global_selector=ss)
             arrays.update({f"seg_global_{name}": a for name, a in sa.items()})
+        if self.pool_weight is not None:
+            params.update(pool_weight=self.pool_weight, pool_every=self.pool_every)
+            cache = [self._pool.get(k) for k in self._seg]
+            state.update(learned=self._learned, pool=[None if c is None else [c[0], c[1]] for c in cache])
         return params, state, arrays, list(self._seg)
 
     def _restore(self, params: Any, state: Any, arrays: dict[str, np.ndarray], keys: list[Hashable],
@@ -503,12 +702,16 @@ class SegmentedStreamingThors:
         bad = partial(_bad, where)
 
         auto_params = {"windows", "choose", "default_threshold", "seed", "selector"}
-        want_params = {"max_segments", "min_per_class"} | (auto_params if self._auto else set())
-        want_state = {"evicted", "states", "lengths"} | ({"created", "global_selector"} if self._auto else set())
-        if isinstance(params, dict) and (auto_params & set(params)) and not self._auto:
-            raise ValueError(f"{where} was written with window='auto' for the segments, this object has not")
-        if isinstance(params, dict) and self._auto and set(params) == {"max_segments", "min_per_class"}:
-            raise ValueError(f"{where} was written without window='auto' for the segments, this object has it")
+        pooled = self.pool_weight is not None
+        want_params = {"max_segments", "min_per_class"} | (auto_params if self._auto else set()) | \
+            ({"pool_weight", "pool_every"} if pooled else set())
+        want_state = {"evicted", "states", "lengths"} | ({"created", "global_selector"} if self._auto else set()) | \
+            ({"learned", "pool"} if pooled else set())
+        if isinstance(params, dict):
+            for name, has, mode in (("selector", self._auto, "window='auto'"), ("pool_weight", pooled, "pool_weight")):
+                if (name in params) != has:
+                    raise ValueError(f"{where} was written {'with' if name in params else 'without'} {mode} for the "
+                                     f"segments, this object {'has it' if has else 'has not'}")
         if not isinstance(params, dict) or set(params) != want_params:
             raise bad("params.segments", f"must be an object with the fields {', '.join(sorted(want_params))}")
         if not isinstance(state, dict) or set(state) != want_state:
@@ -523,6 +726,10 @@ class SegmentedStreamingThors:
             if theirs_a != mine_a or type(params["seed"]) is not int:
                 raise ValueError(f"{where} was written with the segments' (windows, choose, default_threshold, "
                                  f"seed) = {theirs_a!r}, this object has {mine_a!r}"[:600])
+        if pooled and (params["pool_weight"], params["pool_every"]) != (self.pool_weight, self.pool_every):
+            raise ValueError(f"{where} was written with the segments' (pool_weight, pool_every) = "
+                             f"{(params['pool_weight'], params['pool_every'])!r}, this object has "
+                             f"{(self.pool_weight, self.pool_every)!r}"[:600])
         evicted, states, lengths = state["evicted"], state["states"], state["lengths"]
         if type(evicted) is not int or not 0 <= evicted < 2**63:
             raise bad("state.segments.evicted", f"must be an integer >= 0, got {evicted!r}")
@@ -539,6 +746,22 @@ class SegmentedStreamingThors:
             if type(created) is not int or not len(keys) + evicted <= created < 2**63:
                 raise bad("state.segments.created", f"must be an integer >= the segments held and evicted "
                           f"({len(keys) + evicted}), got {created!r}")
+        learned, pool = self._learned, self._pool
+        if pooled:
+            learned, raw = state["learned"], state["pool"]
+            if type(learned) is not int or not 0 <= learned < 2**63:
+                raise bad("state.segments.learned", f"must be an integer >= 0, got {learned!r}")
+            if not isinstance(raw, list) or len(raw) != len(keys):
+                raise bad("state.segments.pool", f"must be a list of one entry per segment key ({len(keys)})")
+            pool = {}
+            for i, (key, c) in enumerate(zip(keys, raw)):
+                if c is None:
+                    continue
+                if not isinstance(c, list) or len(c) != 2 or type(c[0]) not in (int, float) or \
+                        not -math.inf <= c[0] < math.inf or type(c[1]) is not int or not 0 <= c[1] <= learned:
+                    raise bad(f"state.segments.pool[{i}]", f"must be null or [threshold (a number or -inf), the "
+                              f"count of events learned when it was computed (<= {learned})], got {c!r}"[:300])
+                pool[key] = (float(c[0]), c[1])
         glob_arrays = {k[len("seg_global_"):]: a for k, a in arrays.items() if k.startswith("seg_global_")}
         if glob_arrays and not self._auto:
             raise bad("the file", "holds a global selector's arrays (seg_global_...) without window='auto'")
@@ -583,6 +806,7 @@ class SegmentedStreamingThors:
         self.global_selector = glob_sel
         self.evicted = evicted
         self._created = created
+        self._learned, self._pool, self._global_rows = learned, pool, None
 
     def nbytes(self) -> int:
         """Bytes held in numpy arrays by all the summaries (with ``window="auto"``, every window of every selector)."""
