@@ -442,3 +442,29 @@ def test_pooled_checkpoint_refusals_change_nothing(tmp_path):
         with pytest.raises(ValueError, match=msg):
             _load(target, tmp_path / "bad.ckpt")
         assert _snapshot(target) == before
+
+
+# ---------------------------------------------------------------- composition: per-event costs, times
+def test_auto_on_cost_margins_with_times():
+    """Per-event costs with window='auto': margins as scores, weights fn_i / fp_i, unit costs,
+    the Bayes rule (0) as the default candidate; t is checked and not used (count windows)."""
+    rng = np.random.default_rng(13)
+    n = 300
+    g = rng.choice(["a", "b"], n, p=[0.7, 0.3]).tolist()
+    y = (rng.random(n) < 0.2).tolist()
+    p = np.clip(rng.beta(2, 5, n) + 0.3 * np.array(y), 0, 1).tolist()
+    amount = rng.integers(1, 500, n).astype(float).tolist()
+    kw = {"fn_cost": 1, "fp_cost": 1, "windows": (20, 80), "default_threshold": 0.0}
+    st_ = SegmentedStreamingThors(**kw, window="auto", seed=2, min_per_class=5)
+    untimed = SegmentedStreamingThors(**kw, window="auto", seed=2, min_per_class=5)
+    ref = {k: WindowSelector(**kw, seed=_segment_seed(2, i)) for i, k in enumerate(dict.fromkeys(g))}
+    ref_global = WindowSelector(**kw, seed=2)
+    for i, (k, pi, yi, ai) in enumerate(zip(g, p, y, amount)):
+        m, w = cost_margin(pi, ai, 5.0), margin_weight(yi, ai, 5.0)
+        st_.update(k, m, yi, w, t=float(i))
+        untimed.update(k, m, yi, w)
+        ref[k].update(m, yi, w)
+        ref_global.update(m, yi, w)
+        want = ref[k].get() if ref[k].experts[-1].result().is_supported(5) else ref_global.get()
+        assert st_.get(k) == untimed.get(k) == want
+    assert st_.source("a") == "segment" and st_.source("c") == "global"
