@@ -128,7 +128,7 @@ def test_bad_input_changes_nothing(mode):
     bad = [("new", 0.5, 1, -1.0, None), ("new", 0.5, 1, float("nan"), None), ("new", float("nan"), 1, 1.0, None),
            ("new", 0.5, 2, 1.0, None), ("new", 0.5, 1, 1e300, None), ("a", 0.5, 1, 0.0, None),
            ("a", float("inf"), 0, 1.0, None), ("a", 0.5, "yes", 1.0, None), ("new", 0.5, 1, 1.0, "noon"),
-           ([1], 0.5, 1, 1.0, None)]
+           ("a", 0.5, 1, 1e300, None), ([1], 0.5, 1, 1.0, None)]
     for g, s, y, w, t in bad:
         with pytest.raises((ValueError, TypeError)) as err:
             st.update(g, s, y, w, t)
@@ -370,8 +370,13 @@ def test_pooled_with_period():
         ref.update(g, s, y, w, float(i))
         if i % 17 == 0:
             assert st_.pooled_result(g).threshold == _batch(ref.pooled_events(g, 0.5), fn_cost=2, fp_cost=1).threshold
-    with pytest.raises(ValueError, match=r"t .*required"):
-        st_.update("a", 0.5, 1)
+    before = _snapshot(st_)
+    for seg in ("a", "new"):  # a missing or bad time: nothing learned, no segment registered
+        with pytest.raises(ValueError, match=r"t .*required"):
+            st_.update(seg, 0.5, 1)
+        with pytest.raises((ValueError, TypeError), match="noon"):
+            st_.update(seg, 0.5, 1, t="noon")
+        assert _snapshot(st_) == before and "new" not in st_.segments()
 
 
 def test_pooled_constructor_refusals():
