@@ -586,6 +586,8 @@ class MoneyLostScorer:
     params={"fn_cost": amounts, "fp_cost": fees})`` hands it each test fold's costs (scikit-learn's
     own scorers call ``predict`` without metadata). With routing disabled it uses its numbers.
 
+    Complexity: the estimator's ``predict`` plus O(n).
+
     Parameters
     ----------
     fn_cost, fp_cost
@@ -597,8 +599,6 @@ class MoneyLostScorer:
     pos_label
         The positive class; ``None``: the final estimator's ``pos_label_`` if it has one, else the
         greater of its ``classes_``.
-
-    Complexity: the estimator's ``predict`` plus O(n).
 
     Examples
     --------
