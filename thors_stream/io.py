@@ -14,7 +14,8 @@ One set of rules, the same whichever reader runs (``engine``):
 * **Labels**: exactly ``0``, ``1``, ``true``, ``false`` (any case, surrounding spaces
   ignored); ``yes``, ``no``, ``t``, ``1.0``, empty are refused. A Parquet label column may
   also be boolean or integer 0/1; a float label column is refused.
-* **Scores, weights**: finite numbers; weights > 0.
+* **Scores, weights, costs**: finite numbers; weights and per-event costs > 0 (an error
+  names the column); with ``probability=True`` scores lie in ``[0, 1]``.
 * **Times**: a number of seconds, or an ISO 8601 date or date-time. A date-time without a
   UTC offset is **UTC** (never the machine's local time zone, so ``TZ`` does not matter).
   Parquet timestamps (naive ones are UTC too), dates and numbers are read as such.
@@ -214,18 +215,22 @@ def _csv_error(name: str, line: int, exc: csv.Error) -> InputError:
     return InputError(f"{name} line {line}: {msg}")
 
 
-def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None]) -> Events:
+def _proba_message(shown: str, col: str | None) -> str:
+    return f"score must be a probability in [0, 1] to decide on the cost margin, got {shown} (column {col!r})"
+
+
+def _read_csv_stdlib(src: _Source, wanted: dict[str, str | None], probability: bool = False) -> Events:
     """The reference CSV reader (standard library). O(rows). The field limit is
     :data:`FIELD_LIMIT` whatever the process-wide ``csv.field_size_limit`` says (it is set
     for the read and put back after)."""
     old = csv.field_size_limit(FIELD_LIMIT)
     try:
-        return _read_csv_stdlib_limited(src, wanted)
+        return _read_csv_stdlib_limited(src, wanted, probability)
     finally:
         csv.field_size_limit(old)
 
 
-def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None]) -> Events:
+def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None], probability: bool) -> Events:
     name = src.name
     with src.open() as raw:
         f = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="")
@@ -253,12 +258,18 @@ def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None]) -> Eve
                 try:
                     if len(row) < need:
                         raise ValueError(f"expected at least {need} fields, got {len(row)}")
-                    s.append(_number(row[si], "score"))
+                    sv = _number(row[si], "score")
+                    if probability and not 0.0 <= sv <= 1.0:
+                        raise ValueError(_proba_message(_show(row[si]), wanted["score"]))
+                    s.append(sv)
                     y.append(_label(row[yi]))
                     for role, ci, vals in positive_cols:
-                        v = _number(row[ci], role.replace("_", " "))
-                        if v <= 0:
-                            raise ValueError(f"{role.replace('_', ' ')} must be > 0, got {_show(row[ci])}")
+                        try:
+                            v = _number(row[ci], role.replace("_", " "))
+                            if v <= 0:
+                                raise ValueError(f"{role.replace('_', ' ')} must be > 0, got {_show(row[ci])}")
+                        except ValueError as exc:
+                            raise ValueError(f"{exc} (column {wanted[role]!r})") from None
                         vals.append(v)
                     if gi is not None:
                         if _not_utf8(row[gi]):
@@ -315,7 +326,7 @@ def _arrow_seconds(col: Any) -> tuple[np.ndarray, bool]:
     raise _Fallback
 
 
-def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
+def _read_csv_arrow(src: _Source, wanted: dict[str, str | None], probability: bool = False) -> Events:
     """The fast CSV path (pyarrow, streamed). Raises :class:`_Fallback` for anything the
     reference reader must decide; never an :class:`InputError` of its own. O(rows)."""
     import pyarrow as pa
@@ -344,7 +355,7 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
             if col.null_count or (len(col) and pc.max(pc.binary_length(col)).as_py() > FIELD_LIMIT):
                 raise _Fallback  # bytes >= characters: the reference reader decides
         s = pc.cast(batch.column(si), pa.float64()).to_numpy(zero_copy_only=False)
-        if not np.isfinite(s).all():
+        if not np.isfinite(s).all() or (probability and not ((s >= 0.0) & (s <= 1.0)).all()):
             raise _Fallback
         pos = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(pc.cast(batch.column(yi), pa.string()))),
                           value_set=label_keys)
@@ -379,7 +390,7 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None]) -> Events:
                   np.concatenate(parts["g"]) if gi is not None else None)
 
 
-def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
+def _read_parquet(src: _Source, wanted: dict[str, str | None], probability: bool = False) -> Events:
     """Read a Parquet file (pyarrow); errors name the file and the row. O(rows)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -433,6 +444,10 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
         return arr
 
     s = numbers("score")
+    if probability:
+        out = ~((s >= 0.0) & (s <= 1.0))
+        if out.any():
+            raise where(out, _proba_message(repr(s[out][0].item()), wanted["score"]))
     lab = column("label")
     if pa.types.is_boolean(lab.type):
         y = lab.to_numpy(zero_copy_only=False).astype(bool)
@@ -454,9 +469,14 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None]) -> Events:
     pos_cols: dict[str, np.ndarray] = {}
     for role in ("weight", "fn_cost", "fp_cost"):
         if wanted.get(role):
-            w = numbers(role)
+            try:
+                w = numbers(role)
+            except InputError as exc:
+                named = repr(wanted[role]) in str(exc)
+                raise InputError(str(exc) if named else f"{exc} (column {wanted[role]!r})") from None
             if (w <= 0).any():
-                raise where(w <= 0, f"{role.replace('_', ' ')} must be > 0, got {w[w <= 0][0].item()!r}")
+                raise where(w <= 0, f"{role.replace('_', ' ')} must be > 0, got {w[w <= 0][0].item()!r} "
+                                    f"(column {wanted[role]!r})")
             pos_cols[role] = w
     segs = None
     if wanted.get("segment"):
@@ -510,6 +530,7 @@ def read_events(
     path: str | os.PathLike[str], *, score_col: str, label_col: str, weight_col: str | None = None,
     time_col: str | None = None, engine: str = "auto", fn_cost_col: str | None = None,
     fp_cost_col: str | None = None, segment_col: str | None = None, digest: bool = False,
+    probability: bool = False,
 ) -> Events:
     """Read scores, labels (and weights, times) from a CSV (with a header) or Parquet file.
 
@@ -521,8 +542,10 @@ def read_events(
     rules); Parquet always needs pyarrow. ``fn_cost_col``/``fp_cost_col`` name optional
     columns of per-event costs (finite, > 0), ``segment_col`` a column of segment names
     (text; surrounding spaces removed); ``digest=True`` also computes the SHA-256 of the
-    input's bytes (``Events.sha256``, one more pass over a file). Bad content raises :class:`InputError` naming the
-    file and the line (CSV) or row (Parquet). O(rows).
+    input's bytes (``Events.sha256``, one more pass over a file); ``probability=True`` requires
+    every score to lie in ``[0, 1]`` (scores that are probabilities, to decide on the cost
+    margin). Bad content raises :class:`InputError` naming the file and the line (CSV) or row
+    (Parquet), and the column for a bad cost, weight or probability. O(rows).
 
     Examples
     --------
@@ -542,7 +565,7 @@ def read_events(
     src = _open_source(os.fspath(path))
     wanted = {"score": score_col, "label": label_col, "weight": weight_col, "time": time_col,
               "fn_cost": fn_cost_col, "fp_cost": fp_cost_col, "segment": segment_col}
-    ev = _read(src, wanted, engine)
+    ev = _read(src, wanted, engine, probability)
     if digest:
         ev.sha256 = _sha256(src)
     return ev
@@ -562,7 +585,7 @@ def _sha256(src: _Source) -> str:
     return h.hexdigest()
 
 
-def _read(src: _Source, wanted: dict[str, str | None], engine: str) -> Events:
+def _read(src: _Source, wanted: dict[str, str | None], engine: str, probability: bool = False) -> Events:
     """Dispatch to the Parquet, pyarrow CSV or reference CSV reader."""
     parquet = src.head(len(_PARQUET_MAGIC)) == _PARQUET_MAGIC
     if not parquet and src.name.lower().endswith((".parquet", ".pq")):
@@ -572,10 +595,10 @@ def _read(src: _Source, wanted: dict[str, str | None], engine: str) -> Events:
             what = "Parquet" if parquet else "with engine=pyarrow"
             raise InputError(f"{src.name}: reading {what} needs pyarrow: pip install 'thors_stream[parquet]'")
         if parquet:
-            return _read_parquet(src, wanted)
+            return _read_parquet(src, wanted, probability)
     if engine == "pyarrow" or (engine == "auto" and _have_pyarrow()):
         try:
-            return _read_csv_arrow(src, wanted)
+            return _read_csv_arrow(src, wanted, probability)
         except Exception:  # anything unusual: the reference reader decides
             pass
-    return _read_csv_stdlib(src, wanted)
+    return _read_csv_stdlib(src, wanted, probability)
