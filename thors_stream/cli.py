@@ -8,6 +8,13 @@
 ``DATA`` is a CSV or Parquet file, or ``-`` for standard input; ``--out -`` writes to
 standard output. File rules (labels, times, limits) are those of :mod:`thors_stream.io`.
 
+Deciding in money: ``--fn-cost-col``/``--fp-cost-col`` read each event's own costs (a
+missed fraud costs its amount); every event then weighs its cost and the cost reported is the
+money lost. ``--decide-on margin`` takes the score as a probability ``p`` and thresholds the
+cost margin ``logit(p) + log(fn_cost / fp_cost)`` (:mod:`thors_stream.margin`; ``0`` is the
+per-event Bayes rule), with per-event or scalar costs. The release file records the rule
+(``decision``: the mode, the costs' columns or values, the rule in words).
+
 Exit codes:
 
 - 0: done (also when the reader of standard output closed it early, e.g. ``| head``);
@@ -17,7 +24,8 @@ Exit codes:
   (e.g. a broken label join) or has fewer than ``--min-per-class`` events in the whole
   file (a small *segment* is not refused: it gets the global threshold);
 - 4 (``thors fit --baseline``): refused, the new threshold moves further than
-  ``--max-shift`` from the deployed one (``--force`` to publish anyway);
+  ``--max-shift`` from the deployed one, or the decision rule changes (the score against
+  the cost margin, or a margin with other costs: not a shift) (``--force`` to publish anyway);
 - 130: interrupted (Ctrl-C);
 - 1: an unexpected error, with its traceback (a bug: please report it).
 """
@@ -149,18 +157,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _data_args(p: argparse.ArgumentParser, costs_required: bool = True) -> None:
+def _data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("data", help="CSV file with a header line or Parquet file (found by content; Parquet needs "
                                 "pyarrow), or - for standard input")
-    p.add_argument("--score-col", required=True, help="column holding the classifier's score")
+    p.add_argument("--score-col", required=True,
+                   help="column holding the classifier's score (a probability in [0, 1] with --decide-on margin)")
     p.add_argument("--label-col", required=True,
                    help="column holding the label: exactly 0, 1, true or false (any case); Parquet also boolean")
     p.add_argument("--weight-col", default=None, help="optional column of per-event weights (> 0)")
-    extra = "" if costs_required else " (or a column of them: --fn-cost-col)"
-    p.add_argument("--fn-cost", type=_positive_float, required=costs_required,
-                   help="cost of a false negative" + extra)
-    p.add_argument("--fp-cost", type=_positive_float, required=costs_required,
-                   help="cost of a false positive" + extra.replace("fn-", "fp-"))
+    p.add_argument("--fn-cost", type=_positive_float, default=None,
+                   help="cost of a false negative (or a column of them: --fn-cost-col)")
+    p.add_argument("--fp-cost", type=_positive_float, default=None,
+                   help="cost of a false positive (or a column of them: --fp-cost-col)")
+    p.add_argument("--fn-cost-col", default=None, metavar="COL",
+                   help="per-event cost of missing a positive (e.g. its amount), > 0; replaces --fn-cost")
+    p.add_argument("--fp-cost-col", default=None, metavar="COL",
+                   help="per-event cost of flagging a negative (e.g. a fee), > 0; replaces --fp-cost")
+    p.add_argument("--decide-on", choices=("score", "margin"), default="score",
+                   help="score (default): flag iff score > threshold; margin: the score is a probability p and an "
+                        "event is flagged iff its cost margin logit(p) + log(fn_cost / fp_cost) > threshold (0 is "
+                        "the per-event Bayes rule; the cost is the money lost)")
     p.add_argument("--class-prior", type=_confidence, default=None, help="population share of positives")
     p.add_argument("--engine", choices=("auto", "python", "pyarrow"), default="auto",
                    help="CSV reader (same answers; pyarrow is faster)")
@@ -175,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     """
     p = _Parser(prog="thors", description="Exact, online cost-sensitive thresholds (THORS).",
                 epilog="exit codes: 0 done, 2 bad input or usage, 3 fit refused: too few events of a class, "
-                       "4 fit refused: threshold moved more than --max-shift, 130 interrupted, "
+                       "4 fit refused: threshold moved more than --max-shift (or the decision rule changed), "
+                       "130 interrupted, "
                        "1 unexpected error (a bug)")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -189,13 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     f = sub.add_parser("fit", help="the THORS threshold of a file of labelled scores",
                        epilog="exit codes: 0 done, 2 bad input or usage, 3 refused: a class absent or below "
-                              "--min-per-class, 4 refused: a move larger than --max-shift from --baseline "
-                              "(without --force)")
-    _data_args(f, costs_required=False)
-    f.add_argument("--fn-cost-col", default=None, metavar="COL",
-                   help="per-event cost of missing a positive (e.g. its amount), > 0; replaces --fn-cost")
-    f.add_argument("--fp-cost-col", default=None, metavar="COL",
-                   help="per-event cost of flagging a negative (e.g. a fee), > 0; replaces --fp-cost")
+                              "--min-per-class, 4 refused: a move larger than --max-shift from --baseline, or a change "
+                              "of decision rule (--decide-on, the margin's costs) under --max-shift (without --force)")
+    _data_args(f)
     f.add_argument("--min-per-class", type=_positive_int, default=DEFAULT_MIN_PER_CLASS,
                    help=f"refuse (exit 3) when a class has fewer events (default {DEFAULT_MIN_PER_CLASS}: below it "
                         "even an error-free class has a 95%% upper bound on its error rate above 0.2); "
@@ -211,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--baseline", default=None, metavar="JSON",
                    help="the deployed release file: report its cost on this data, the new cost and the saving")
     f.add_argument("--max-shift", type=_nonneg_float, default=None,
-                   help="with --baseline: refuse (exit 4) a global threshold moving by more than this")
+                   help="with --baseline: refuse (exit 4) a global threshold moving by more than this, and any change "
+                        "of decision rule (score against cost margin, or a margin with other costs)")
     f.add_argument("--force", action="store_true", help="publish even when the move exceeds --max-shift")
     f.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the bounds (default 0.95)")
     f.add_argument("--max-fpr", type=_confidence, default=None, metavar="ALPHA",
@@ -347,29 +361,116 @@ class Refused(Exception):
         self.code = code
 
 
-def _fit_weights(args: argparse.Namespace, ev: Any) -> tuple[float, float, np.ndarray | None]:
-    """``(fn_cost, fp_cost, weights)`` for the search: per-event cost columns become weights
-    with unit costs (:func:`thors_stream.event_costs.event_cost_weights`)."""
-    if args.fn_cost is None and args.fn_cost_col is None:
-        raise ValueError("--fn-cost (or --fn-cost-col) is required")
-    if args.fp_cost is None and args.fp_cost_col is None:
-        raise ValueError("--fp-cost (or --fp-cost-col) is required")
+def _check_cost_options(args: argparse.Namespace) -> None:
+    """Refuse a missing cost, a cost given twice (a number and a column), and options that do not
+    compose with costs carried as weights (per-event costs or the cost margin). Before any reading."""
     for a, b in (("fn_cost", "fn_cost_col"), ("fp_cost", "fp_cost_col")):
+        flag, col = "--" + a.replace("_", "-"), "--" + b.replace("_", "-")
+        if getattr(args, a) is None and getattr(args, b) is None:
+            raise ValueError(f"{flag} (or {col}) is required")
         if getattr(args, a) is not None and getattr(args, b) is not None:
-            raise ValueError(f"give --{a.replace('_', '-')} or --{b.replace('_', '-')}, not both")
-    if args.fn_cost_col is None and args.fp_cost_col is None:
-        return args.fn_cost, args.fp_cost, ev.weights
-    if args.class_prior is not None:
+            raise ValueError(f"give {flag} or {col}, not both")
+    columns = args.fn_cost_col is not None or args.fp_cost_col is not None
+    if args.class_prior is not None and columns:
         raise ValueError("--class-prior cannot be combined with --fn-cost-col/--fp-cost-col")
-    if args.max_fpr is not None or args.max_fnr is not None:
+    if args.class_prior is not None and args.decide_on == "margin":
+        raise ValueError("--class-prior cannot be combined with --decide-on margin: the margin's probabilities must "
+                         "already be the population's (calibrated), and its cost is the money lost")
+    if columns and (getattr(args, "max_fpr", None) is not None or getattr(args, "max_fnr", None) is not None):
         raise ValueError("--max-fpr/--max-fnr cannot be combined with --fn-cost-col/--fp-cost-col")
-    from .event_costs import event_cost_weights
 
-    fn = ev.fn_costs if args.fn_cost_col is not None else args.fn_cost
-    fp = ev.fp_costs if args.fp_cost_col is not None else args.fp_cost
-    with np.errstate(over="ignore"):
-        w = event_cost_weights(ev.labels, fn, fp, ev.weights)
-    return 1.0, 1.0, w
+
+class _Rule:
+    """How a command decides and what its cost is, for the events of a file.
+
+    ``keys`` are what the threshold applies to (the scores, or the cost margins with
+    ``--decide-on margin``), ``weights`` the search's sample weights and ``fn_cost``/``fp_cost``
+    its costs. When the costs are money (per-event cost columns, or the margin mode) every
+    event weighs its own cost (a positive its FN cost, a negative its FP cost, times its
+    ``--weight-col`` weight) at unit costs, so a cost is the money lost (``money``);
+    ``fn``/``fp`` are then the costs as given (a column's array or a number). Otherwise the
+    weights are ``--weight-col``'s and the costs the numbers given. O(n).
+    """
+
+    def __init__(self, args: argparse.Namespace, ev: Any) -> None:
+        fn: Any = ev.fn_costs if args.fn_cost_col is not None else args.fn_cost
+        fp: Any = ev.fp_costs if args.fp_cost_col is not None else args.fp_cost
+        self.decide_on: str = args.decide_on
+        self.fn, self.fp = fn, fp
+        self.money = args.decide_on == "margin" or np.ndim(fn) > 0 or np.ndim(fp) > 0
+        self.keys: np.ndarray = ev.scores
+        self.weights: np.ndarray | None = ev.weights
+        self.fn_cost: float = 1.0 if self.money else float(fn)
+        self.fp_cost: float = 1.0 if self.money else float(fp)
+        if not self.money:
+            return
+        from .margin import cost_margins, per_event_costs
+
+        n = len(ev)
+        if self.decide_on == "margin":  # the scores are probabilities in [0, 1] (checked by the reader)
+            self.keys = cost_margins(ev.scores, fn, fp)
+        # as thors_threshold(..., fn_cost=fn, fp_cost=fp, sample_weight=w) weighs them
+        w = np.where(ev.labels, per_event_costs(fn, n, "fn_cost"), per_event_costs(fp, n, "fp_cost"))
+        if ev.weights is not None:
+            with np.errstate(over="ignore", under="ignore"):
+                w = w * ev.weights
+        self.weights = w
+
+    def threshold(self, args: argparse.Namespace, ev: Any, **kw: Any) -> Any:
+        """The THORS threshold of the file: ``thors_threshold`` of the scores with the costs as
+        given (numbers or arrays) and ``decide_on``. O(n log n)."""
+        from .batch import thors_threshold
+
+        return thors_threshold(ev.scores, ev.labels, fn_cost=self.fn, fp_cost=self.fp, sample_weight=ev.weights,
+                               class_prior=args.class_prior, decide_on=self.decide_on, **kw)
+
+
+def _cost_name(col: str | None, value: float | None) -> str:
+    """A cost as written in a rule: the column's name, or the number (exact)."""
+    return col if col is not None else repr(float(value))  # type: ignore[arg-type]
+
+
+def _decision(args: argparse.Namespace) -> dict[str, Any]:
+    """How to apply the thresholds, for the release file and the reports: ``decide_on``, the score
+    column, the costs (``{"column": name}`` or ``{"value": number}``), the clip of the
+    probabilities (margin mode), the segment column and the rule in words (``apply``)."""
+    from .margin import PROBA_CLIP
+
+    def spec(col: str | None, value: float | None) -> dict[str, Any]:
+        return {"column": col} if col is not None else {"value": float(value)}  # type: ignore[arg-type]
+
+    s = args.score_col
+    d: dict[str, Any] = {"decide_on": args.decide_on, "score_col": s, "fn_cost": spec(args.fn_cost_col, args.fn_cost),
+                         "fp_cost": spec(args.fp_cost_col, args.fp_cost)}
+    if args.decide_on == "margin":
+        d["proba_clip"] = PROBA_CLIP
+        fn, fp = _cost_name(args.fn_cost_col, args.fn_cost), _cost_name(args.fp_cost_col, args.fp_cost)
+        k = -math.log2(PROBA_CLIP)
+        clip = f"2**-{int(k)}" if k.is_integer() else repr(PROBA_CLIP)  # exact either way
+        rule = f"flag iff logit({s}) + log({fn} / {fp}) > threshold, {s} clipped to [{clip}, 1 - {clip}]"
+    else:
+        rule = f"flag iff {s} > threshold"
+    seg = getattr(args, "segment_col", None)
+    if seg is not None:
+        d["segment_col"] = seg
+        rule += f", with the threshold of the event's segment ({seg}; the global one for a segment not listed)"
+    d["apply"] = rule
+    return d
+
+
+def _money_text(args: argparse.Namespace) -> tuple[str, str]:
+    """What a missed positive and a false alarm cost, in words (``amount``, ``5 each``)."""
+    def one(col: str | None, value: float | None) -> str:
+        return col if col is not None else f"{value:g} each"
+
+    w = f", times {args.weight_col}" if args.weight_col is not None else ""
+    return one(args.fn_cost_col, args.fn_cost) + w, one(args.fp_cost_col, args.fp_cost) + w
+
+
+def _money(r: Any) -> dict[str, float]:
+    """The money of a result whose weights are costs: lost (missed positives + false alarms) and at stake."""
+    return {"lost": float(r.cost), "missed_positives": float(r.k1), "false_alarms": float(r.n0 - r.k0),
+            "fn_at_stake": float(r.n1), "fp_at_stake": float(r.n0)}
 
 
 def _shift(new: float, old: float) -> float:
@@ -385,11 +486,12 @@ def _thr_text(t: float) -> str:
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """``thors fit``: read a file, print (or ``--json``) the threshold, its cost and bounds;
-    refuse unsupported data (exit 3) or a too large move from ``--baseline`` (exit 4);
+    refuse unsupported data (exit 3) or a too large move from ``--baseline`` (exit 4), or a
+    change of decision rule from it (``--decide-on`` or the margin's costs) under ``--max-shift``;
     write the release file (``--out``). O(n log n) (times the segments with pooling)."""
-    from .batch import cost_curve, thors_threshold
+    from .batch import cost_curve
     from .io import read_events
-    from .release import evaluate_threshold, make_release, read_release, release_entry, release_threshold
+    from .release import make_release, read_release, release_entry
 
     if args.out == "-" and args.json:
         raise ValueError("--out - and --json both write to standard output; choose one")
@@ -397,20 +499,20 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise ValueError("--pool-weight needs --segment-col")
     if args.max_shift is not None and args.baseline is None:
         raise ValueError("--max-shift needs --baseline (the deployed release file)")
+    _check_cost_options(args)
     _check_outputs(args.data, [("--plot", args.plot), ("--out", args.out)])
     baseline = read_release(args.baseline) if args.baseline is not None else None
     t0 = time.perf_counter()
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      engine=args.engine, fn_cost_col=args.fn_cost_col, fp_cost_col=args.fp_cost_col,
-                     segment_col=args.segment_col, digest=args.out is not None)
+                     segment_col=args.segment_col, digest=args.out is not None, probability=args.decide_on == "margin")
     t1 = time.perf_counter()
-    fn_cost, fp_cost, weights = _fit_weights(args, ev)
-    _check_magnitudes_w(ev, weights, fn_cost, fp_cost, args.class_prior)
+    rule = _Rule(args, ev)
+    _check_magnitudes_w(ev, rule.weights, rule.fn_cost, rule.fp_cost, args.class_prior, rule.money)
     np_mode = {}
     if args.max_fpr is not None or args.max_fnr is not None:
         np_mode = {"max_fpr": args.max_fpr, "max_fnr": args.max_fnr, "confidence": args.confidence}
-    r = thors_threshold(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
-                        sample_weight=weights, class_prior=args.class_prior, **np_mode)
+    r = rule.threshold(args, ev, **np_mode)
     t2 = time.perf_counter()
     n_test = len(ev) if args.n_test is None else args.n_test
     bounds = _bounds(r, args.confidence, n_test)
@@ -421,39 +523,32 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.segment_col is not None:
         from .segments import segment_thresholds
 
-        plan = segment_thresholds(ev.scores, ev.labels, ev.segments, fn_cost=fn_cost, fp_cost=fp_cost,
-                                  sample_weight=weights, class_prior=args.class_prior,
+        # on the rule's keys (scores or cost margins) with its weights: per-event costs and the margin compose
+        plan = segment_thresholds(rule.keys, ev.labels, ev.segments, fn_cost=rule.fn_cost, fp_cost=rule.fp_cost,
+                                  sample_weight=rule.weights, class_prior=args.class_prior,
                                   min_per_class=args.min_per_class, pool_weight=args.pool_weight)
+    decision = _decision(args)
     base_info = None
     if baseline is not None:
-        old_thr = release_threshold(baseline)
-        old = evaluate_threshold(old_thr, ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
-                                 sample_weight=weights, class_prior=args.class_prior)
-        shift = _shift(r.threshold, old_thr)
-        base_info = {"path": args.baseline, "threshold": "-inf" if math.isinf(old_thr) else old_thr,
-                     "cost": old.cost, "new_cost": r.cost, "saving": old.cost - r.cost,
-                     "shift": "inf" if math.isinf(shift) else shift, "forced": False}
-        if args.max_shift is not None and shift > args.max_shift:
-            if not args.force:
-                by = "an infinite amount" if math.isinf(shift) else f"{shift:.6g}"
-                raise Refused(f"refused: the threshold would move by {by} (from {_thr_text(old_thr)} "
-                              f"to {_thr_text(r.threshold)}), more than --max-shift {args.max_shift:g}; cost "
-                              f"{old.cost:,.6g} -> {r.cost:,.6g}; use --force to publish it", EXIT_SHIFT)
-            base_info["forced"] = True
+        base_info = _compare_baseline(args, baseline, ev, rule, r, decision)
     # the plot goes to a temporary file renamed onto --plot once the release is written
     with StagedOutputs() as stage:
         if args.plot:
             from .plotting import plot_cost_curve
 
-            thr, cost = cost_curve(ev.scores, ev.labels, fn_cost=fn_cost, fp_cost=fp_cost,
-                                   sample_weight=weights, class_prior=args.class_prior)
+            thr, cost = cost_curve(rule.keys, ev.labels, fn_cost=rule.fn_cost, fp_cost=rule.fp_cost,
+                                   sample_weight=rule.weights, class_prior=args.class_prior)
             plot_cost_curve(thr, cost, r, stage.path(args.plot), bounds=bounds)
         if args.out is not None:
-            _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry)
+            _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry, decision)
     report = sys.stderr if args.out == "-" else sys.stdout
     if args.json:
         d = r.to_dict()
         d.update(rows=len(ev), parse_seconds=round(t1 - t0, 6), threshold_seconds=round(t2 - t1, 6))
+        d["decision"] = decision
+        d["cost_unit"] = "money" if rule.money else "cost"
+        if rule.money:
+            d["money"] = _money(r)
         peak = _peak_rss_mb()
         if peak is not None:
             d["peak_rss_mb"] = peak
@@ -463,45 +558,73 @@ def cmd_fit(args: argparse.Namespace) -> int:
             d["baseline"] = base_info
         if plan is not None:
             d["segments"] = {str(k): {"threshold": v.to_dict()["threshold"], "source": plan.sources[k],
-                                      "count0": v.count0, "count1": v.count1}
+                                      "cost": v.cost, "count0": v.count0, "count1": v.count1}
                              for k, v in plan.results.items()}
         print(json.dumps(d))
         return EXIT_OK
-    thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else _thr_text(r.threshold)
+    thr_txt = "-inf (flag every event)" if math.isinf(r.threshold) else _thr_text(r.threshold)
 
     def say(line: str) -> None:
         print(line, file=report)
 
     say(f"rows          {len(ev):,} ({r.count1:,} positive, {r.count0:,} negative)")
-    say(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
-    costs_txt = (f"FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g}" if weights is ev.weights else
-                 f"FN cost {args.fn_cost_col or args.fn_cost}, FP cost {args.fp_cost_col or args.fp_cost} per event")
-    say(f"cost          {r.cost:,.6g}   ({costs_txt})")
+    if rule.decide_on == "margin":
+        say(f"threshold     {thr_txt}   (on the cost margin; 0 is the per-event Bayes rule)")
+        say("decide on     the cost margin (money): " + decision["apply"].replace(" > threshold", " > the threshold"))
+    else:
+        say(f"threshold     {thr_txt}   (predict positive iff score > threshold)")
+        say(f"decide on     the score: {decision['apply']}")
+    if rule.money:
+        fn_txt, fp_txt = _money_text(args)
+        m = _money(r)
+        say(f"money lost    {m['lost']:,.6g}   (missed positives {m['missed_positives']:,.6g} + false alarms "
+            f"{m['false_alarms']:,.6g}; a missed positive costs {fn_txt}, a false alarm {fp_txt})")
+        say(f"at stake      {m['fn_at_stake']:,.6g} on the positives (all missed), {m['fp_at_stake']:,.6g} on the "
+            "negatives (all flagged)")
+    else:
+        say(f"cost          {r.cost:,.6g}   (FN cost {r.fn_cost:g}, FP cost {r.fp_cost:g})")
     if np_mode:
         caps = " and ".join(f"true {k[4:].upper()} <= {v:g}" for k, v in np_mode.items() if k != "confidence" and v)
         say(f"constraint    {caps}, with probability {args.confidence:.0%} (cheapest such threshold)")
-    say(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
+    if rule.money:  # the result's rates are shares of the money at stake; the bounds are on event rates
+        say(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}   (shares of the money at stake)")
+        fpr_ev = (r.count0 - r.count_k0) / r.count0 if r.count0 else 0.0
+        fnr_ev = r.count_k1 / r.count1 if r.count1 else 0.0
+        say(f"event rates   FPR {fpr_ev:.6f}   FNR {fnr_ev:.6f}   (shares of the events)")
+    else:
+        say(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}")
     if bounds is not None:
         c = f"{args.confidence:.0%}"
         say(f"FPR bounds    [{bounds.fpr_lower:.6f}, {bounds.fpr_upper:.6f}]   (each side {c}; valid for this "
             "data-chosen threshold)")
         say(f"FNR bounds    [{bounds.fnr_lower:.6f}, {bounds.fnr_upper:.6f}]")
         if bounds.weighted:
-            say("              (weighted file: the bounds are on event rates; no cost bound for per-event costs)")
+            say("              (weighted events or money: the bounds are on event rates; no cost bound for per-event "
+                "costs)")
         else:
             ci = bounds.cost_interval
             say(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
                 f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
-    if base_info is not None and baseline is not None:
-        say(f"baseline      deployed threshold {_thr_text(release_threshold(baseline))} costs "
-            f"{base_info['cost']:,.6g} on this data; new {r.cost:,.6g}; saving {base_info['saving']:,.6g}"
-            + ("   (move larger than --max-shift, forced)" if base_info["forced"] else ""))
+    if base_info is not None:
+        what = "money lost" if rule.money else "costs"
+        forced = "   (move larger than --max-shift, forced)" if base_info["forced"] else ""
+        change = base_info.get("rule_change")
+        if change is None:
+            say(f"baseline      deployed threshold {_thr_text(_thr_value(base_info['threshold']))} {what} "
+                f"{base_info['cost']:,.6g} on this data; new {r.cost:,.6g}; saving {base_info['saving']:,.6g}"
+                + forced)
+        else:
+            forced = forced.replace("move larger than --max-shift", "rule change under --max-shift")
+            say(f"baseline      the decision rule changes from {change['from']} to {change['to']}: not a shift "
+                f"(deployed: {change['was']}, threshold {_thr_text(_thr_value(base_info['threshold']))}); "
+                f"deployed rule {what} {base_info['cost']:,.6g} on this data; new {r.cost:,.6g}; "
+                f"saving {base_info['saving']:,.6g}" + forced)
     if plan is not None:
         say(f"segments      {len(plan.results):,} (own threshold when each class has >= {args.min_per_class} "
             "events, else the global one)")
         for k, v in plan.results.items():
-            say(f"  {str(k)[:30]:<30} {_thr_text(v.threshold):>16}  {plan.sources[k]:<7}  cost {v.cost:,.6g}  "
-                f"({v.count1:,} pos, {v.count0:,} neg)")
+            say(f"  {str(k)[:30]:<30} {_thr_text(v.threshold):>16}  {plan.sources[k]:<7}  "
+                f"{'money lost' if rule.money else 'cost'} {v.cost:,.6g}  ({v.count1:,} pos, {v.count0:,} neg)")
     if args.out is not None and args.out != "-":
         say(f"release       written to {args.out}")
     peak = _peak_rss_mb()
@@ -510,8 +633,96 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _thr_value(v: Any) -> float:
+    return -math.inf if v == "-inf" else float(v)
+
+
+def _same_rule(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two decisions threshold the same quantity: both on the score, or both on the cost
+    margin with the same costs (the margin's scale moves with the costs)."""
+    if old["decide_on"] != new["decide_on"]:
+        return False
+    return bool(new["decide_on"] == "score" or (old["fn_cost"] == new["fn_cost"] and old["fp_cost"] == new["fp_cost"]))
+
+
+def _baseline_keys(args: argparse.Namespace, old: dict[str, Any], ev: Any) -> np.ndarray:
+    """What the deployed rule thresholds, on this file's events: the scores, or their cost margins
+    with the deployed rule's costs (a cost column this run does not read is read for it)."""
+    if old["decide_on"] == "score":
+        return np.asarray(ev.scores)
+    from .margin import cost_margins
+
+    bad = ~((ev.scores >= 0.0) & (ev.scores <= 1.0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"--baseline {args.baseline} decides on the cost margin of probabilities, but "
+                         f"{args.score_col} is {ev.scores[i].item()!r} at data row {i + 1} (outside [0, 1]): the "
+                         "deployed rule cannot be evaluated on this file")
+    have = {c: a for c, a in ((args.fn_cost_col, ev.fn_costs), (args.fp_cost_col, ev.fp_costs)) if c is not None}
+    need = list(dict.fromkeys(s["column"] for s in (old["fn_cost"], old["fp_cost"])
+                              if "column" in s and s["column"] not in have))
+    if need:
+        if args.data == "-":
+            raise ValueError(f"--baseline {args.baseline} decides with the cost column(s) {need}, which this run "
+                             "does not read, and standard input cannot be read twice: give the data as a file")
+        from .io import read_events
+
+        extra = read_events(args.data, score_col=args.score_col, label_col=args.label_col, engine=args.engine,
+                            fn_cost_col=need[0], fp_cost_col=need[1] if len(need) > 1 else None)
+        have[need[0]] = extra.fn_costs
+        if len(need) > 1:
+            have[need[1]] = extra.fp_costs
+
+    def cost(spec: dict[str, Any]) -> Any:
+        return have[spec["column"]] if "column" in spec else spec["value"]
+
+    return cost_margins(ev.scores, cost(old["fn_cost"]), cost(old["fp_cost"]))
+
+
+def _compare_baseline(args: argparse.Namespace, baseline: dict[str, Any], ev: Any, rule: _Rule, r: Any,
+                      decision: dict[str, Any]) -> dict[str, Any]:
+    """The ``baseline`` block: the deployed (global) rule's cost on this data under this run's
+    costs, the new cost, the saving, and the threshold's shift, or (``rule_change``) that the
+    decision rule changes, when the two thresholds are not on the same scale. Refuses (exit 4)
+    a shift beyond ``--max-shift``, and any rule change under ``--max-shift``, without ``--force``."""
+    from .release import evaluate_threshold, release_decision, release_threshold
+
+    old_rule = release_decision(baseline)
+    old_thr = release_threshold(baseline)
+    same = _same_rule(old_rule, decision)
+    keys = rule.keys if same else _baseline_keys(args, old_rule, ev)
+    old = evaluate_threshold(old_thr, keys, ev.labels, fn_cost=rule.fn_cost, fp_cost=rule.fp_cost,
+                             sample_weight=rule.weights, class_prior=args.class_prior)
+    shift = _shift(r.threshold, old_thr) if same else None
+    info: dict[str, Any] = {
+        "path": args.baseline, "threshold": "-inf" if math.isinf(old_thr) else old_thr, "cost": old.cost,
+        "new_cost": r.cost, "saving": old.cost - r.cost,
+        "shift": None if shift is None else "inf" if math.isinf(shift) else shift, "forced": False,
+        "decide_on": old_rule["decide_on"],
+        "rule_change": None if same else {"from": old_rule["decide_on"], "to": decision["decide_on"],
+                                          "was": old_rule["apply"], "now": decision["apply"]}}
+    if args.max_shift is None:
+        return info
+    what = "money lost" if rule.money else "cost"
+    if shift is None:
+        if not args.force:
+            raise Refused(f"refused: the decision rule changes from {old_rule['decide_on']} ({old_rule['apply']}) to "
+                          f"{decision['decide_on']} ({decision['apply']}): thresholds on different scales are not a "
+                          f"shift --max-shift {args.max_shift:g} can bound; {what} {old.cost:,.6g} -> {r.cost:,.6g} "
+                          "on this data; use --force to publish it", EXIT_SHIFT)
+        info["forced"] = True
+    elif shift > args.max_shift:
+        if not args.force:
+            by = "an infinite amount" if math.isinf(shift) else f"{shift:.6g}"
+            raise Refused(f"refused: the threshold would move by {by} (from {_thr_text(old_thr)} "
+                          f"to {_thr_text(r.threshold)}), more than --max-shift {args.max_shift:g}; {what} "
+                          f"{old.cost:,.6g} -> {r.cost:,.6g}; use --force to publish it", EXIT_SHIFT)
+        info["forced"] = True
+    return info
+
+
 def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, base_info: Any, n_test: int,
-                       make_release: Any, release_entry: Any) -> None:
+                       make_release: Any, release_entry: Any, decision: dict[str, Any]) -> None:
     """Build the release document and write it to ``--out`` (atomically) or standard output."""
     from .release import dumps_release, write_release
 
@@ -536,7 +747,7 @@ def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, bas
     params["n_test"] = n_test
     doc = make_release(entry(r, n_test), segments=segments,
                        input_info={"path": args.data, "sha256": ev.sha256, "rows": len(ev)},
-                       parameters=params, baseline=base_info)
+                       parameters=params, baseline=base_info, decision=decision)
     if args.out == "-":
         sys.stdout.write(dumps_release(doc))
     else:
@@ -544,8 +755,9 @@ def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, bas
 
 
 def _check_magnitudes_w(ev: Any, weights: np.ndarray | None, fn_cost: float, fp_cost: float,
-                        class_prior: float | None) -> None:
-    """:func:`_check_magnitudes` with the weights actually used (per-event costs included)."""
+                        class_prior: float | None, money: bool = False) -> None:
+    """:func:`_check_magnitudes` with the weights actually used (per-event costs included;
+    ``money``: the weights are the costs, and the message says so)."""
 
     class _View:
         labels = ev.labels
@@ -555,7 +767,13 @@ def _check_magnitudes_w(ev: Any, weights: np.ndarray | None, fn_cost: float, fp_
 
     v = _View()
     v.weights = weights  # type: ignore[attr-defined]
-    _check_magnitudes(v, fn_cost, fp_cost, class_prior)
+    try:
+        _check_magnitudes(v, fn_cost, fp_cost, class_prior)
+    except ValueError:
+        if not money:
+            raise
+        raise ValueError(f"the money at stake would overflow (over {_MAX_TOTAL_COST:g}): express the costs (and "
+                         "weights) in larger units") from None
 
 
 def _peak_rss_mb() -> float | None:
@@ -695,44 +913,49 @@ class _Monitor:
       since publication)`` for the window it was chosen from; see :mod:`thors_stream.bounds`).
     """
 
-    def __init__(self, args: argparse.Namespace, held: HeldRates, dates: bool, path: str) -> None:
+    def __init__(self, args: argparse.Namespace, held: HeldRates, dates: bool, path: str, rule: _Rule) -> None:
         # path: where the log is written ("-": standard output; else a staged file of --jsonl)
-        self.args, self.held, self.dates = args, held, dates
+        self.args, self.held, self.dates, self.rule = args, held, dates, rule
         self.f = sys.stdout if path == "-" else open(path, "w")  # closed in close()
         self.pub: float | None = None
         self.pub_result: Any = None
         self.pub_risk: float | None = None
-        self.since = self.fn = self.fp = 0
+        self.since = 0
+        self.fn = self.fp = 0.0
         self.n_alerts = 0
 
-    def see(self, score: float, label: bool) -> None:
-        """An event arrives: decide it with the published threshold (before it is learned)."""
+    def see(self, key: float, label: bool, money: float) -> None:
+        """An event arrives: decide it with the published threshold (before it is learned).
+        ``key`` is its score or cost margin, ``money`` what an error on it costs (its weight,
+        when the costs are money; else unused: errors are counted)."""
         if self.pub is None:
             return
         self.since += 1
-        flagged = score > self.pub
+        flagged = key > self.pub
         if label and not flagged:
-            self.fn += 1
+            self.fn += money if self.rule.money else 1
         elif not label and flagged:
-            self.fp += 1
+            self.fp += money if self.rule.money else 1
 
     def _held_cost(self, thr: float) -> tuple[float, float, float]:
         from .costs import class_coefficients
 
         fpr, fnr = self.held.rates(thr)
         n0, n1 = self.held._tot
-        a, b = class_coefficients(self.args.fn_cost, self.args.fp_cost, n0, n1, self.args.class_prior)
+        a, b = class_coefficients(self.rule.fn_cost, self.rule.fp_cost, n0, n1, self.args.class_prior)
         return a * fnr * n1 + b * fpr * n0, fpr, fnr
 
     def row(self, event: int, t: float | None, st: Any, thr: float | None, cost: float | None) -> None:
         args = self.args
         if thr is None or cost is None:  # nothing held (only late events so far): nothing to publish
-            rec0: dict[str, Any] = {"event": event, "threshold": None, "held": 0, "alerts": []}
+            rec0: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on, "threshold": None, "held": 0,
+                                    "alerts": []}
             self.f.write(json.dumps(rec0) + "\n")
             return
         alerts: list[dict[str, Any]] = []
-        realised = args.fn_cost * self.fn + args.fp_cost * self.fp
-        if self.pub_result is not None and self.since and realised > 0:
+        realised = self.rule.fn_cost * self.fn + self.rule.fp_cost * self.fp
+        # money has no distribution-free bound (the next events' amounts are unknown): no cost alert then
+        if self.pub_result is not None and self.since and realised > 0 and not self.rule.money:
             if self.pub_risk is None:
                 self.pub_risk = self.pub_result.bounds(args.confidence).risk_upper
             if realised > self.since * self.pub_risk:  # cheap pre-check before the exact quantile
@@ -753,16 +976,17 @@ class _Monitor:
                     alerts.append({"type": "threshold_jump", "from": _json_thr(self.pub), "to": _json_thr(thr),
                                    "jump": "inf" if math.isinf(jump) else jump})
             self.pub, self.pub_result, self.pub_risk = thr, st.result(), None
-            self.since = self.fn = self.fp = 0
+            self.since = 0
+            self.fn = self.fp = 0.0
         assert self.pub is not None  # published above when nothing was
         pub_cost, fpr, fnr = self._held_cost(self.pub)
-        rec: dict[str, Any] = {"event": event}
+        rec: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on}
         if t is not None:
             rec["time"] = _iso(t) if self.dates else t
         rec.update(threshold=_json_thr(self.pub), cost=float(_num(pub_cost)), fpr=round(fpr, 12),
                    fnr=round(fnr, 12), optimal_threshold=_json_thr(thr), optimal_cost=float(_num(cost)),
                    held=self.held.held, held_pos=self.held._cnt[1], held_neg=self.held._cnt[0],
-                   events_since_publish=since, realised_cost=float(realised), alerts=alerts)
+                   events_since_publish=since, realised_cost=float(_num(realised)), alerts=alerts)
         self.n_alerts += len(alerts)
         self.f.write(json.dumps(rec, allow_nan=False) + "\n")
 
@@ -823,6 +1047,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise ValueError("--jsonl and --out must be different files")
     if (args.hysteresis is not None or args.alert_jump is not None) and args.jsonl is None:
         raise ValueError("--hysteresis and --alert-jump need --jsonl (where the published thresholds and alerts go)")
+    _check_cost_options(args)
     # every output goes to a temporary file renamed onto it only once the replay has succeeded
     with StagedOutputs() as stage:
         return _replay(args, stage)
@@ -839,21 +1064,23 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     plot_path = stage.path(args.plot) if args.plot else None
     monitor = args.jsonl is not None or args.hysteresis is not None or args.alert_jump is not None
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
-                     time_col=args.time_col, engine=args.engine)
-    _check_magnitudes(ev, args.fn_cost, args.fp_cost, args.class_prior)
-    st = StreamingThors(fn_cost=args.fn_cost, fp_cost=args.fp_cost, window=args.window, period=args.period,
+                     time_col=args.time_col, engine=args.engine, fn_cost_col=args.fn_cost_col,
+                     fp_cost_col=args.fp_cost_col, probability=args.decide_on == "margin")
+    rule = _Rule(args, ev)  # the stream learns the rule's keys (scores or cost margins) with its weights
+    _check_magnitudes_w(ev, rule.weights, rule.fn_cost, rule.fp_cost, args.class_prior, rule.money)
+    st = StreamingThors(fn_cost=rule.fn_cost, fp_cost=rule.fp_cost, window=args.window, period=args.period,
                         class_prior=args.class_prior)
-    held = HeldRates(ev.scores, ev.labels, ev.weights, window=args.window, period=args.period, times=ev.times)
+    held = HeldRates(rule.keys, ev.labels, rule.weights, window=args.window, period=args.period, times=ev.times)
     n = len(ev)
-    s, y = ev.scores.tolist(), ev.labels.tolist()
-    w = ev.weights.tolist() if ev.weights is not None else [1.0] * n
+    s, y = rule.keys.tolist(), ev.labels.tolist()
+    w = rule.weights.tolist() if rule.weights is not None else [1.0] * n
     t = ev.times.tolist() if ev.times is not None else None
     show_time = _iso if ev.datetimes else repr
     every = args.every
     xs, thrs, costs = [], [], []
     now = -math.inf
     f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
-    mon = _Monitor(args, held, ev.datetimes, jsonl_path) if monitor else None
+    mon = _Monitor(args, held, ev.datetimes, jsonl_path, rule) if monitor else None
     bar = _progress(n, not args.no_progress)
     t0 = time.perf_counter()
     try:
@@ -861,7 +1088,7 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
         out.writerow(["event", *(["time"] if t is not None else []), "threshold", "cost", "fpr", "fnr", "held"])
         for i in range(n):
             if mon is not None:
-                mon.see(s[i], y[i])
+                mon.see(s[i], y[i], w[i])
             if t is None:
                 st.update(s[i], y[i], w[i])
             else:
@@ -907,7 +1134,11 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
             _plot_over_time(np.array(xs, dtype=float), np.array(thrs, dtype=float), np.array(costs, dtype=float),
                             plot_path, dates=ev.datetimes, title=title)
     where = "standard output" if to_stdout else args.out
-    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r}, cost {_num(st.cost)}; "
+    if rule.decide_on == "margin":
+        how = f"on the cost margin: {_decision(args)['apply']}; money lost on the held events"
+    else:
+        how = "money lost on the held events" if rule.money else "cost"
+    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r} ({how} {_num(st.cost)}); "
           f"trajectory written to {where}", file=sys.stderr)
     if mon is not None:
         mon.report()

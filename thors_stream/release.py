@@ -18,10 +18,30 @@ Format version 1 (all numbers JSON numbers; a ``-inf`` threshold is the string `
       "parameters": {...the command's options...},
       "global": ENTRY,
       "segments": {"<segment>": ENTRY + {"source": "segment" | "pooled" | "global"}, ...} or null,
-      "baseline": null or {"path", "threshold", "cost", "new_cost", "saving", "shift", "forced"}
+      "baseline": null or {"path", "threshold", "cost", "new_cost", "saving", "shift", "forced",
+                           "decide_on", "rule_change"},
+      "decision": DECISION
     }
 
-An ENTRY is the threshold (predict positive iff ``score > threshold``) and what it does on
+The DECISION says what the thresholds apply to and how:
+
+* ``decide_on``: ``"score"`` (flag iff ``score > threshold``) or ``"margin"`` (the score is a
+  probability ``p``; flag iff the cost margin ``logit(p) + log(fn_cost / fp_cost) > threshold``,
+  ``p`` clipped to ``[proba_clip, 1 - proba_clip]``; see :mod:`thors_stream.margin`);
+* ``score_col``, ``fn_cost`` and ``fp_cost``: each cost ``{"column": name}`` (the event's
+  own cost, read from that column) or ``{"value": number}``; ``proba_clip`` (margin);
+  ``segment_col`` with segments;
+* ``apply``: the same rule in words, with the column names, e.g. ``"flag iff logit(p) +
+  log(amount / 5.0) > threshold, p clipped to [1e-12, 1 - 1e-12]"``.
+
+A file written before the field existed has no ``decision``: its thresholds are on the score
+(:func:`release_decision` says so). With per-event costs or the margin, costs are money: an
+entry's ``cost`` is the money lost, ``n1`` the FN cost at stake and ``n0`` the FP cost.
+A ``baseline`` with another decision rule (the other ``decide_on``, or a margin with other
+costs) has ``shift`` null and a ``rule_change`` (``from``, ``to``, ``was``, ``now``): two
+thresholds on different scales are not a move of one.
+
+An ENTRY is the threshold (flag iff the decision's quantity is ``> threshold``) and what it does on
 the input (on the segment's events for a segment): ``cost``, ``n0``, ``n1``, ``k0``,
 ``k1`` (weighted), ``count0``, ``count1``, ``count_k0``, ``count_k1`` (events), ``fpr``,
 ``fnr`` (empirical, weighted), ``supported`` (both classes with at least
@@ -46,8 +66,9 @@ import numpy as np
 from ._files import StagedOutputs, replace_target
 from .result import ThresholdResult
 
-__all__ = ["RELEASE_FORMAT", "RELEASE_VERSION", "evaluate_threshold", "read_release", "release_entry",
-           "release_schema", "release_threshold", "validate_release", "write_release"]
+__all__ = ["RELEASE_FORMAT", "RELEASE_VERSION", "evaluate_threshold", "read_release", "release_decision",
+           "release_entry", "release_predict", "release_schema", "release_threshold", "validate_release",
+           "write_release"]
 
 RELEASE_FORMAT = "thors-release"
 RELEASE_VERSION = 1
@@ -208,8 +229,9 @@ def _utc_now() -> str:
 
 def make_release(global_entry: dict[str, Any], *, segments: dict[str, dict[str, Any]] | None,
                  input_info: dict[str, Any], parameters: dict[str, Any],
-                 baseline: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Assemble (and validate) a release document. O(size)."""
+                 baseline: dict[str, Any] | None = None, decision: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Assemble (and validate) a release document; ``decision`` is the DECISION of the module
+    docstring (omitted: a file on the score, as before the field existed). O(size)."""
     from ._version import library_version as _version
 
     doc = {
@@ -218,6 +240,8 @@ def make_release(global_entry: dict[str, Any], *, segments: dict[str, dict[str, 
         "input": input_info, "parameters": parameters, "global": global_entry,
         "segments": segments, "baseline": baseline,
     }
+    if decision is not None:
+        doc["decision"] = decision
     validate_release(doc)
     return doc
 
@@ -281,3 +305,82 @@ def release_threshold(doc: dict[str, Any], segment: str | None = None) -> float:
     if segment is not None and segment in segs:
         return _thr_from_json(segs[segment]["threshold"])
     return _thr_from_json(doc["global"]["threshold"])
+
+
+def release_decision(doc: dict[str, Any]) -> dict[str, Any]:
+    """The DECISION of a release (see the module docstring): how its thresholds are applied.
+
+    A file written before releases recorded it decides on the score, and gets the
+    equivalent DECISION (its costs taken from its parameters). O(1).
+
+    >>> release_decision({"parameters": {"score_col": "s", "fn_cost": 10.0, "fp_cost": 1.0}})["apply"]
+    'flag iff s > threshold'
+    """
+    if "decision" in doc:
+        found: dict[str, Any] = doc["decision"]
+        return found
+    params = doc.get("parameters", {})
+    s = params.get("score_col", "score")
+
+    def spec(name: str) -> dict[str, Any]:
+        if params.get(name + "_col") is not None:
+            return {"column": params[name + "_col"]}
+        return {"value": params.get(name)}
+
+    d: dict[str, Any] = {"decide_on": "score", "score_col": s, "fn_cost": spec("fn_cost"), "fp_cost": spec("fp_cost")}
+    d["apply"] = f"flag iff {s} > threshold"
+    return d
+
+
+def release_predict(doc: dict[str, Any], scores: Any, *, fn_cost: Any = None, fp_cost: Any = None,
+                    segments: Any = None) -> np.ndarray:
+    """Decide new events with a release: a bool array, ``True`` for a flagged event. O(n).
+
+    ``scores`` are the events' scores (probabilities when the release decides on the cost
+    margin). On the margin, each cost the release reads from a column is needed, one per
+    event (``fn_cost=amounts``); a cost it records as a number is used when none is given (a
+    number given instead must equal it). With segments, ``segments`` (one per event, as text)
+    picks each event's threshold (the global one for a segment the release does not list).
+
+    >>> doc = {"global": {"threshold": 0.0}, "segments": None, "decision": {
+    ...     "decide_on": "margin", "score_col": "p", "fn_cost": {"column": "amount"}, "fp_cost": {"value": 5.0},
+    ...     "proba_clip": 1e-12, "apply": "flag iff logit(p) + log(amount / 5.0) > threshold"}}
+    >>> release_predict(doc, [0.01, 0.01], fn_cost=[1000.0, 100.0]).tolist()   # 1% of 1,000 > 5; 1% of 100 < 5
+    [True, False]
+    """
+    dec = release_decision(doc)
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim != 1:
+        raise ValueError(f"scores must be 1-d, got shape {s.shape}")
+    segs = doc.get("segments") or {}
+    if segments is None:
+        thr = np.full(s.shape[0], release_threshold(doc))
+    else:
+        g = [str(x) for x in segments]
+        if len(g) != s.shape[0]:
+            raise ValueError(f"segments must have one value per event ({s.shape[0]}), got {len(g)}")
+        glob = release_threshold(doc)
+        thr = np.array([_thr_from_json(segs[k]["threshold"]) if k in segs else glob for k in g], dtype=np.float64)
+    if dec["decide_on"] == "score":
+        if fn_cost is not None or fp_cost is not None:
+            raise ValueError("this release decides on the score: per-event costs do not enter its decisions")
+        out: np.ndarray = s > thr
+        return out
+    from .margin import PROBA_CLIP, cost_margins
+
+    if dec.get("proba_clip", PROBA_CLIP) != PROBA_CLIP:
+        raise ValueError(f"this release clips probabilities to {dec['proba_clip']!r}, this library to {PROBA_CLIP!r}")
+
+    def cost(given: Any, spec: dict[str, Any], name: str) -> Any:
+        if "column" in spec:
+            if given is None:
+                raise ValueError(f"this release decides on the cost margin with {name} from the column "
+                                 f"{spec['column']!r}: give {name}= (one per event)")
+            return given
+        if given is not None and not (np.ndim(given) == 0 and float(given) == spec["value"]):
+            raise ValueError(f"this release's {name} is {spec['value']!r}; a margin with other costs is another rule")
+        return spec["value"]
+
+    margins = cost_margins(s, cost(fn_cost, dec["fn_cost"], "fn_cost"), cost(fp_cost, dec["fp_cost"], "fp_cost"))
+    out = margins > thr
+    return out
