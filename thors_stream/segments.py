@@ -297,8 +297,8 @@ class SegmentedStreamingThors:
     calibrated probabilities, ``0`` on cost margins (:mod:`thors_stream.margin`, the
     per-event Bayes rule). Count windows only: ``period`` is refused, and ``t`` is checked
     but not used; of the summaries' settings only ``class_prior`` is taken. ``update`` is
-    then O(K log window) for K windows (two selector steps), memory one longest window per
-    segment (the shorter windows' events are held again in their own summaries).
+    then O(K log window) for K windows (two selector steps); memory: the sum of the windows
+    per held segment (each candidate holds its own window).
     :attr:`global_summary` is the global selector's longest window.
 
     **Partial pooling** (``pool_weight=λ``): a held segment's threshold is its *pooled*
@@ -316,10 +316,10 @@ class SegmentedStreamingThors:
     events (of any segment: each changes the global summary) have been learned since: the
     threshold in use is at most ``pool_every`` events old. A computation exports the held
     rows of the segment and of the global summary and merges them, O(n_segment + n_global)
-    time and memory; there is at most one per segment per ``pool_every`` events, so a read is
-    O(1) amortised over ``pool_every`` events for each segment read (with k segments read in a
-    stretch of ``pool_every`` events: O(k (n_segment + n_global) / pool_every) per event;
-    raise ``pool_every`` with many segments). ``λ`` lies in ``[2**-32, 2**32]``; not with
+    time and memory; reads in between are O(1). There is at most one per segment per
+    ``pool_every`` events: with k segments read in a stretch of ``pool_every`` events, an
+    amortised O(k (n_segment + n_global) / pool_every) per event (raise ``pool_every`` with
+    many segments); ``update`` stays O(log window). ``λ`` lies in ``[2**-32, 2**32]``; not with
     ``window="auto"`` or ``max_fpr``/``max_fnr``; count windows, ``period`` and no window all
     work (each summary keeps its own window).
 
