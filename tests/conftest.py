@@ -1,6 +1,13 @@
 import os
 import sys
 
+# One BLAS thread for the whole suite (and the subprocesses it starts), set before numpy or scipy
+# load their BLAS: the tests' matrices are small, and on a 2-core machine OpenBLAS's threads
+# competing with each other and with pytest made a small scikit-learn fit 10-20x slower
+# (tests/test_sklearn.py: 26 s with the default threads, 7 s with one).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -10,3 +17,13 @@ settings.register_profile(
 )
 settings.register_profile("thorough", deadline=None, max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+# a BLAS already loaded before this file ran (by a plugin importing numpy) is limited as well;
+# threadpoolctl comes with scikit-learn (the test extra installs it)
+try:
+    from threadpoolctl import threadpool_limits as _threadpool_limits
+except ImportError:  # pragma: no cover - the test extra installs it
+    _threadpool_limits = None
+if _threadpool_limits is not None:
+    _BLAS_LIMIT = _threadpool_limits(limits=1, user_api="blas")
