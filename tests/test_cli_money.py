@@ -243,12 +243,17 @@ def test_release_records_the_rule_and_applies_it(pay, tmp_path, capsys):
         release_predict(doc, new_p)
     with pytest.raises(ValueError, match="another rule"):
         release_predict(doc, new_p, fn_cost=new_amt, fp_cost=9.0)
+    other_clip = {**doc, "decision": {**dec, "proba_clip": 1e-6}}
+    with pytest.raises(ValueError, match="clips probabilities to 1e-06"):
+        release_predict(other_clip, new_p, fn_cost=new_amt)
     # a score release says so and applies as score > threshold
     rel2 = tmp_path / "s.json"
     assert run(["fit", path, *BASE, "--fn-cost", 10, "--fp-cost", 1, "--out", rel2], capsys)[0] == 0
     doc2 = read_release(str(rel2))
     assert doc2["decision"]["decide_on"] == "score" and doc2["decision"]["apply"] == "flag iff p > threshold"
     assert release_predict(doc2, p).tolist() == (p > doc2["global"]["threshold"]).tolist()
+    with pytest.raises(ValueError, match="decides on the score"):
+        release_predict(doc2, p, fn_cost=amt)
     bad = json.loads(rel.read_text())
     bad["decision"]["decide_on"] = "probability"
     with pytest.raises(ValueError, match="decide_on"):

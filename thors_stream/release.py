@@ -344,7 +344,7 @@ def release_predict(doc: dict[str, Any], scores: Any, *, fn_cost: Any = None, fp
 
     >>> doc = {"global": {"threshold": 0.0}, "segments": None, "decision": {
     ...     "decide_on": "margin", "score_col": "p", "fn_cost": {"column": "amount"}, "fp_cost": {"value": 5.0},
-    ...     "proba_clip": 1e-12, "apply": "flag iff logit(p) + log(amount / 5.0) > threshold"}}
+    ...     "proba_clip": 2.0**-40, "apply": "flag iff logit(p) + log(amount / 5.0) > threshold"}}
     >>> release_predict(doc, [0.01, 0.01], fn_cost=[1000.0, 100.0]).tolist()   # 1% of 1,000 > 5; 1% of 100 < 5
     [True, False]
     """
