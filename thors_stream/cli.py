@@ -562,7 +562,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                              for k, v in plan.results.items()}
         print(json.dumps(d))
         return EXIT_OK
-    thr_txt = "-inf (flag every event)" if math.isinf(r.threshold) else _thr_text(r.threshold)
+    thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else _thr_text(r.threshold)
 
     def say(line: str) -> None:
         print(line, file=report)
