@@ -4,14 +4,19 @@ with per-event costs and label delays, against a plain re-implementation."""
 from __future__ import annotations
 
 import collections
+import importlib.util
 import math
 import random
+import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thors_stream.money import MoneyReport, RuleMoney, progressive_money
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # probabilities with ties at every cut the rules use (0.5, fp/(fp+fn) for fn=15, fp=5 is 0.25)
 probs = st.sampled_from([0.0, 0.05, 0.25, 0.5, 0.75, 1.0]) | st.floats(0.0, 1.0)
@@ -349,3 +354,41 @@ def test_a_wrapper_with_a_bad_cost_learns_nothing_of_the_event():
     assert a.threshold == b.threshold
     x = {"amount": 20.0, "risk": 0.3}
     assert a.predict_proba_one(x) == b.predict_proba_one(x)
+
+
+# ---------------------------------------------------------------- the benchmark
+@pytest.fixture(scope="module")
+def bench():
+    path = ROOT / "benchmarks" / "fraud_money.py"
+    spec = importlib.util.spec_from_file_location("_bench_fraud_money_t", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.modules.pop(spec.name, None)
+
+
+def test_the_fraud_benchmark_simulation_is_as_documented(bench):
+    module = bench
+    pay = module.simulate(20_000, 0)
+    assert 0.004 < pay.fraud.mean() < 0.012
+    assert 0.004 < pay.posterior.mean() < 0.012
+    x = pay.x(5)
+    assert x["amount"] == pay.amount[5] and sum(v for k, v in x.items() if k.startswith("cat_")) == 1.0
+    assert "posterior" not in x
+    # the floor is the Bayes rule on the true posterior: it beats flagging nothing and flagging everything
+    q, a, y = pay.posterior, pay.amount, pay.fraud
+    flag = q * a > (1 - q) * module.FEE
+    floor = a[y & ~flag].sum() + module.FEE * (~y & flag).sum()
+    assert floor < a[y].sum() and floor < module.FEE * (~y).sum()
+
+
+def test_the_fraud_benchmark_quick_mode_runs(bench, capsys):
+    status = bench.main(["--quick"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "DIFFERENT" not in out and "-> equal" in out  # the simulated rules are the wrapper's
+    assert "| model | delay | plain | thors p | rescored | decision-time | hindsight | floor |" in out
+    assert "### Targets" in out and "re-scored never above 1.10" in out
