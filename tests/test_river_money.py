@@ -580,3 +580,31 @@ def test_checkpoint_scalar_file_with_pending_costs_is_refused(tmp_path):
     bad = forge(tmp_path / "bad.ckpt", header, arrays)
     with pytest.raises(ValueError, match="pending costs without per-event costs"):
         ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0).load_thresholding(bad)
+
+
+# ---------------------------------------------------------------- river's checks, older pickles
+def _any_cost(x):
+    """A positive cost from whatever numbers x holds (river's check datasets have no amount)."""
+    return 1.0 + sum(abs(v) for v in x.values() if type(v) in (int, float) and math.isfinite(v))
+
+
+def test_river_check_estimator_in_margin_mode():
+    from river import checks
+
+    checks.check_estimator(ThorsClassifier(linear_model.LogisticRegression(), fn_cost=_any_cost, fp_cost=2.0))
+
+
+def test_a_wrapper_pickled_before_per_event_costs_loads_in_score_mode():
+    model = ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, warm_up=0)
+    for x, y in payments(30):
+        model.learn_one(x, y)
+    for name in ("_margin", "_fn_setting", "_fp_setting", "min_model_labels", "_lean_labels", "_special",
+                 "_n_model_labels", "_n_cold_skipped"):
+        del model.__dict__[name]  # what an older version pickled
+    old = pickle.loads(pickle.dumps(model))
+    assert old.decide_on == "score" and old.min_model_labels == 100 and old.n_cold_skipped == 0
+    threshold = old.threshold
+    x = {"p": 0.99, "amount": 1.0}
+    assert old.predict_one(x) == (0.99 > threshold)
+    old.learn_one(x, True)
+    assert len(old.thors) == 31

@@ -490,6 +490,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         fresh.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in params}))
         return fresh
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_margin" not in state:  # pickled before per-event costs existed: numbers for both costs
+            state = {**state, "_margin": False, "_fn_setting": 1.0, "_fp_setting": 1.0, "min_model_labels": 100,
+                     "_lean_labels": state["_plain_labels"], "_special": state["_segmented"] is not None,
+                     "_n_model_labels": 0, "_n_cold_skipped": 0}
+        self.__dict__.update(state)
+
     @property
     def _wrapped_model(self) -> base.Classifier:
         return self.classifier
