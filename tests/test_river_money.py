@@ -608,3 +608,115 @@ def test_a_wrapper_pickled_before_per_event_costs_loads_in_score_mode():
     assert old.predict_one(x) == (0.99 > threshold)
     old.learn_one(x, True)
     assert len(old.thors) == 31
+
+
+# ---------------------------------------------------------------- windows=, segment= x window="auto", pooling
+def _ref_segments(**kw):
+    from thors_stream.segments import SegmentedStreamingThors
+
+    return SegmentedStreamingThors(**kw)
+
+
+@pytest.mark.parametrize("money", [False, True], ids=["score", "margin"])
+def test_windows_are_the_auto_candidates(money):
+    costs = {"fn_cost": "amount", "fp_cost": "fee"} if money else {"fn_cost": 5.0, "fp_cost": 1.0}
+    model = ThorsClassifier(Stub(), window="auto", windows=[60, 15, 200], min_model_labels=0, **costs)
+    sel = model.selector
+    assert sel.windows == (15, 60, 200) and model.thors.window == 200 and model.windows == [60, 15, 200]
+    data = payments(250, seed=12)
+    for x, y in data:
+        score = _margin(x) if money else x["p"]
+        assert model.predict_one(x) == (score > model.threshold)
+        model.learn_one(x, y)
+    for w, expert in zip(sel.windows, sel.experts):
+        evs = data[-w:]
+        ps, ys = [x["p"] for x, _ in evs], [y for _, y in evs]
+        r = (thors_threshold(ps, ys, fn_cost=[x["amount"] for x, _ in evs], fp_cost=[x["fee"] for x, _ in evs],
+                             decide_on="margin") if money else thors_threshold(ps, ys, fn_cost=5.0, fp_cost=1.0))
+        assert expert.get() == r.threshold
+
+
+def test_windows_settings_are_checked(tmp_path):
+    with pytest.raises(ValueError, match=r"windows= .* applies with window='auto' only"):
+        ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, windows=(10, 20))
+    for bad in ([], [10, 0], [10, "20"], [10, 10], [True, 5], 7):
+        with pytest.raises((ValueError, TypeError), match="windows must be"):
+            ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, window="auto", windows=bad)
+    m = ThorsClassifier(Stub(), fn_cost="amount", fp_cost=5.0, window="auto", windows=(10, 40))
+    for x, y in payments(50):
+        m.learn_one(x, y)
+    m.save_thresholding(tmp_path / "w.ckpt")
+    other = ThorsClassifier(Stub(), fn_cost="amount", fp_cost=5.0, window="auto", windows=(10, 30, 40))
+    with pytest.raises(ValueError, match=r"w\.ckpt"):
+        other.load_thresholding(tmp_path / "w.ckpt")
+    same = ThorsClassifier(Stub(), fn_cost="amount", fp_cost=5.0, window="auto", windows=(40, 10))
+    same.load_thresholding(tmp_path / "w.ckpt")
+    assert same.selector.costs == m.selector.costs and same.threshold == m.threshold
+
+
+@pytest.mark.parametrize("money", [False, True], ids=["score", "margin"])
+def test_segments_choose_their_window_online(money, tmp_path):
+    """segment= with window="auto": each decision is score (or margin) > the segment's
+    selector's choice (the global one while the segment is small), exactly as a
+    SegmentedStreamingThors fed the same events; the state round-trips a checkpoint."""
+    costs = {"fn_cost": "amount", "fp_cost": "fee"} if money else {"fn_cost": 5.0, "fp_cost": 1.0}
+
+    def make():
+        return ThorsClassifier(Stub(), window="auto", windows=(20, 80), segment="seg", min_per_class=4,
+                               min_model_labels=0, **costs)
+
+    model = make()
+    ref = _ref_segments(fn_cost=1.0 if money else 5.0, fp_cost=1.0, window="auto", windows=(20, 80),
+                        default_threshold=0.0 if money else 1 / 6, min_per_class=4)
+    data = payments(300, seed=13)
+    sources = set()
+    for x, y in data:
+        score = _margin(x) if money else x["p"]
+        assert model.predict_one(x) == (score > ref.get(x["seg"]))
+        sources.add(ref.get(x["seg"]) == ref.global_selector.get())
+        model.learn_one(x, y)
+        ref.update(x["seg"], score, y, (x["amount"] if y else x["fee"]) if money else 1.0)
+    assert sources == {True, False}  # both the global choice and a segment's own were used
+    assert model.threshold == ref.global_selector.get() and model.selector is model.segmented.global_selector
+    for seg in "ab":
+        assert model.segmented.get(seg) == ref.get(seg)
+        assert model.segmented.selector(seg).costs == ref.selector(seg).costs
+    model.save_thresholding(tmp_path / "sa.ckpt")
+    back = make()
+    back.load_thresholding(tmp_path / "sa.ckpt")
+    for x, y in payments(100, seed=14):
+        assert back.predict_one(x) == model.predict_one(x)
+        back.learn_one(x, y)
+        model.learn_one(x, y)
+    assert [back.segmented.get(s) for s in "ab"] == [model.segmented.get(s) for s in "ab"]
+    assert back.threshold == model.threshold
+
+
+def test_segments_pool_toward_the_global_threshold(tmp_path):
+    def make(**kw):
+        return ThorsClassifier(Stub(), fn_cost="amount", fp_cost="fee", window=150, segment="seg", min_per_class=5,
+                               pool_weight=0.3, pool_every=7, warm_up=0, min_model_labels=0, **kw)
+
+    model = make()
+    ref = _ref_segments(fn_cost=1.0, fp_cost=1.0, window=150, min_per_class=5, pool_weight=0.3, pool_every=7)
+    rng = random.Random(15)
+    data = [({**x, "seg": "small" if rng.random() < 0.05 else "big"}, y) for x, y in payments(400, seed=15)]
+    for x, y in data:
+        thr = ref.get(x["seg"]) if model.warmed_up else None  # the Bayes rule until both classes came
+        assert model.predict_one(x) == (_margin(x) > (0.0 if thr is None else thr))
+        model.learn_one(x, y)
+        ref.update(x["seg"], _margin(x), y, x["amount"] if y else x["fee"])
+    assert ref.source("small") == "pooled" and model.segmented.source("small") == "pooled"
+    assert model.segmented.get("small") == ref.get("small") and model.segmented.get("big") == ref.get("big")
+    model.save_thresholding(tmp_path / "p.ckpt")
+    back = make()
+    back.load_thresholding(tmp_path / "p.ckpt")
+    assert [back.segmented.get(s) for s in ("small", "big")] == [model.segmented.get(s) for s in ("small", "big")]
+    unpooled = ThorsClassifier(Stub(), fn_cost="amount", fp_cost="fee", window=150, segment="seg", min_per_class=5,
+                               warm_up=0, min_model_labels=0)
+    with pytest.raises(ValueError, match="with pool_weight"):
+        unpooled.load_thresholding(tmp_path / "p.ckpt")
+    with pytest.raises(ValueError, match="apply with segment= only"):
+        ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, pool_weight=0.5)
+    with pytest.raises(ValueError, match="pool_weight does not combine with window='auto'"):
+        ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, window="auto", segment="seg", pool_weight=0.5)

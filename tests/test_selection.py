@@ -183,8 +183,8 @@ def test_thors_classifier_segments_use_their_own_threshold_or_fall_back():
     assert ref.result("fr").threshold == ref.get("fr")
     with pytest.raises(ValueError, match="segment"):
         m.learn_one({"a": 1.0}, True)  # no segment in x
-    with pytest.raises(ValueError):
-        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, window="auto", segment="c")
+    with pytest.raises(ValueError, match="segment= does not combine with max_fpr"):
+        ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, segment="c", max_fpr=0.1)
 
 
 def test_compiled_step_answers_get_as_the_candidates_do():

@@ -80,6 +80,11 @@ KIND_ARRAYS: dict[str, dict[str, np.dtype]] = {
         **{f"sel{i}_{name}": d for i in range(MAX_SELECTOR_WINDOWS) for name, d in STREAM_ARRAYS.items()},
         # with segment=: every segment's arrays, concatenated (the lengths are in the state)
         **{f"seg_{name}": d for name, d in STREAM_ARRAYS.items()},
+        # with segment= and window="auto": the segments' selectors (concatenated) and the global one
+        **{f"seg_{g}sel{i}_{name}": d for g in ("", "global_") for i in range(MAX_SELECTOR_WINDOWS)
+           for name, d in STREAM_ARRAYS.items()},
+        **{f"seg_{g}selector_{name}": d for g in ("", "global_") for name, d in (("state", F8),
+                                                                              ("rng", np.dtype("<u8")))},
     },
 }
 # other kinds (write_checkpoint is public): plain numeric dtypes only

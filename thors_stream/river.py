@@ -17,7 +17,7 @@ import inspect
 import math
 import numbers
 import os
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -203,11 +203,16 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         see above). A string that reads as a number is refused (pass the number).
     window
         Threshold on the last ``window`` labelled events (``None``: on all of them), or
-        ``"auto"``: THORS over windows of 500, 2,000, 8,000 and 32,000 events and the
-        default threshold are all scored on every labelled event, and the decision uses
-        the one chosen by exponentially weighted experts (see
+        ``"auto"``: THORS over each of ``windows`` (500, 2,000, 8,000 and 32,000 events by
+        default) and the default threshold are all scored on every labelled event, and the
+        decision uses the one chosen by exponentially weighted experts (see
         :class:`~thors_stream.selection.WindowSelector`: its expected cost exceeds the best
         candidate's by at most a stated regret term growing like ``sqrt(T log K)``).
+    windows
+        With ``window="auto"``: the candidate windows (distinct positive integers, in any
+        order; used in increasing order, so :attr:`thors` is the longest). ``None``:
+        ``DEFAULT_WINDOWS``. Each candidate holds its own window: memory and ``learn_one``
+        grow with their number and their sum.
     period
         Instead of ``window``: threshold on the events whose time ``t`` lies within
         ``period`` (seconds or a ``timedelta``) of the newest one. ``learn_one`` then
@@ -235,10 +240,21 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         ``max_segments``, the least recently updated evicted beyond that, ~100 bytes per held
         event); a segment with fewer than ``min_per_class`` events of a class in its window
         uses the threshold over all events (see
-        :class:`~thors_stream.segments.SegmentedStreamingThors`). Not with ``window="auto"``
-        or the Neyman-Pearson mode.
+        :class:`~thors_stream.segments.SegmentedStreamingThors`). With ``window="auto"``
+        each segment chooses among ``windows`` with its own selector (memory: the sum of the
+        windows per segment), used as soon as the segment's longest window holds
+        ``min_per_class`` events of each class (no warm-up); before that, the choice of the
+        selector over all events. Not with the Neyman-Pearson mode.
     min_per_class, max_segments
         See ``segment``.
+    pool_weight, pool_every
+        With ``segment=`` (not with ``window="auto"``): partial pooling. A segment's
+        threshold is THORS on its own events plus every event of the global window at
+        ``pool_weight`` times its weight, so a small segment is pulled toward the global
+        threshold and a large one keeps its own; it is used once the segment's window or the
+        global one holds ``min_per_class`` events of each class, and recomputed at a read once
+        ``pool_every`` (500) events were learned since (O(segment + global window) each time).
+        See :class:`~thors_stream.segments.SegmentedStreamingThors`.
     auto_choose
         With ``window="auto"``: ``"draw"`` (decisions drawn from the expert weights; the
         regret guarantee holds for them) or ``"leader"`` (the heaviest candidate;
@@ -361,6 +377,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         min_per_class: int = 30,
         max_segments: int = 10_000,
         min_model_labels: int = 100,
+        windows: Sequence[int] | None = None,
+        pool_weight: float | None = None,
+        pool_every: int | None = None,
     ) -> None:
         if period is not None and type(window) is _DefaultWindow:
             window = None  # the default window gives way to the period (an explicit 10_000 does not)
@@ -381,8 +400,20 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             raise ValueError("window='auto' does not combine with max_fpr/max_fnr (choose a window for the guarantee)")
         if segment is not None and not (isinstance(segment, str) or callable(segment)):
             raise TypeError(f"segment must be a feature name or a callable of x, got {segment!r}")
-        if segment is not None and (auto or max_fpr is not None or max_fnr is not None):
-            raise ValueError("segment= does not combine with window='auto' or max_fpr/max_fnr")
+        if segment is not None and (max_fpr is not None or max_fnr is not None):
+            raise ValueError("segment= does not combine with max_fpr/max_fnr")
+        if windows is not None and not auto:
+            raise ValueError(f"windows= (the candidate windows) applies with window='auto' only, got window={window!r}")
+        wins: tuple[int, ...] = DEFAULT_WINDOWS
+        if windows is not None:
+            try:
+                wins = tuple(sorted(windows))
+            except TypeError:
+                raise ValueError(f"windows must be distinct positive integers, got {windows!r}") from None
+            if not wins or any(isinstance(w, bool) or not isinstance(w, int) or w < 1 for w in wins):
+                raise ValueError(f"windows must be distinct positive integers, got {windows!r}")
+        if (pool_weight is not None or pool_every is not None) and segment is None:
+            raise ValueError("pool_weight/pool_every pool the segments' thresholds: they apply with segment= only")
         if moment is not None and not (isinstance(moment, str) or callable(moment)):
             raise TypeError(f"moment must be a feature name or a callable of x, got {moment!r}")
         try:
@@ -400,7 +431,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         thors = StreamingThors(
             fn_cost=1.0 if margin else fn_cost,  # type: ignore[arg-type]  # (numbers here: margin is False)
             fp_cost=1.0 if margin else fp_cost,  # type: ignore[arg-type]
-            window=max(DEFAULT_WINDOWS) if isinstance(window, str) else window,
+            window=wins[-1] if isinstance(window, str) else window,
             period=period,
             class_prior=class_prior,
             default_threshold=default_threshold,
@@ -428,16 +459,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self.min_per_class = min_per_class
         self.max_segments = max_segments
         self.min_model_labels = min_model_labels
+        self.windows = windows
+        self.pool_weight = pool_weight
+        self.pool_every = pool_every
         self._margin = margin
         self._thors: StreamingThors = thors
-        self._segmented: Any = None
-        if segment is not None:
-            from .segments import SegmentedStreamingThors
-
-            self._segmented = SegmentedStreamingThors(
-                fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window=thors.window, period=thors._period_s,
-                max_segments=max_segments, min_per_class=min_per_class, class_prior=class_prior)
-            self._thors = self._segmented.global_summary  # what `thors` and `threshold` report
         self._np = max_fpr is not None or max_fnr is not None
         self._default = (
             thors.default_threshold
@@ -445,11 +471,28 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             else 0.0 if margin  # the per-event Bayes rule
             else thors.fp_cost / (thors.fp_cost + thors.fn_cost)
         )
+        self._segmented: Any = None
+        self._seg_auto = segment is not None and auto  # a selector per segment (no warm-up)
+        if segment is not None:
+            from .segments import SegmentedStreamingThors
+
+            if auto:
+                self._segmented = SegmentedStreamingThors(
+                    fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window="auto", windows=wins,
+                    default_threshold=self._default, choose=auto_choose, max_segments=max_segments,
+                    min_per_class=min_per_class, class_prior=class_prior, pool_weight=pool_weight,
+                    pool_every=pool_every)  # (pooling is refused there: not with window='auto')
+            else:
+                self._segmented = SegmentedStreamingThors(
+                    fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, window=thors.window, period=thors._period_s,
+                    max_segments=max_segments, min_per_class=min_per_class, class_prior=class_prior,
+                    pool_weight=pool_weight, pool_every=pool_every)
+            self._thors = self._segmented.global_summary  # what `thors` and `threshold` report
         # the threshold's source: the window's StreamingThors, or the online choice among windows
         self._selector = (
             WindowSelector(fn_cost=thors.fn_cost, fp_cost=thors.fp_cost, default_threshold=self._default,
-                           class_prior=class_prior, choose=auto_choose)
-            if auto else None
+                           windows=wins, class_prior=class_prior, choose=auto_choose)
+            if auto and segment is None else None
         )
         self._source: WindowSelector | StreamingThors = thors
         if self._selector is not None:
@@ -495,6 +538,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             state = {**state, "_margin": False, "_fn_setting": 1.0, "_fp_setting": 1.0, "min_model_labels": 100,
                      "_lean_labels": state["_plain_labels"], "_special": state["_segmented"] is not None,
                      "_n_model_labels": 0, "_n_cold_skipped": 0}
+        if "_seg_auto" not in state:  # (nor windows=, segments with window='auto' and pooling)
+            state = {**state, "_seg_auto": False, "windows": None, "pool_weight": None, "pool_every": None}
         self.__dict__.update(state)
 
     @property
@@ -648,13 +693,14 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if self._margin:
             entry = self._margin_entry(score, x, key)
             decision_score = entry[0]
-        seg = self._segment_of(x) if self._segmented is not None and self._ready else None
+        segmented = self._segmented is not None and (self._ready or self._seg_auto)  # (auto: no warm-up)
+        seg = self._segment_of(x) if segmented else None
         if key is not None:
             self._store(key, entry)
         self._cache_x = _snapshot(x)
         self._cache_score = score
         if self._segmented is not None:
-            thr = self._segmented.get(seg) if self._ready else None
+            thr = self._segmented.get(seg) if segmented else None
         elif self._ready or self._selector is not None:  # auto: the default is one of its candidates
             sel = self._selector
             thr = (sel._thr if sel is not None and sel._thr is not None else
@@ -953,6 +999,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """
         if self._selector is not None:
             return self._selector.get()
+        if self._seg_auto:
+            return float(self._segmented.global_selector.get())
         if self._ready:
             thr = self._thors_threshold()
             if thr is not None:
@@ -962,14 +1010,27 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     @property
     def thors(self) -> StreamingThors:
         """The underlying :class:`~thors_stream.StreamingThors` (read only); with
-        ``window="auto"``, the one over the longest window."""
+        ``window="auto"``, the one over the longest window; with ``segment=``, the one over
+        all segments."""
         return self._thors
 
     @property
     def selector(self) -> WindowSelector | None:
         """With ``window="auto"``: the :class:`~thors_stream.selection.WindowSelector` (read
-        its ``chosen``, ``costs``, ``probabilities()``, ``regret_bound()``); else ``None``."""
+        its ``chosen``, ``costs``, ``probabilities()``, ``regret_bound()``); with ``segment=``
+        as well, the one over all events (each segment's: ``segmented.selector(segment)``);
+        else ``None``."""
+        if self._seg_auto:
+            sel: WindowSelector = self._segmented.global_selector
+            return sel
         return self._selector
+
+    @property
+    def segmented(self) -> Any:
+        """With ``segment=``: the :class:`~thors_stream.segments.SegmentedStreamingThors` (read
+        its ``get(segment)``, ``segments()``, ``source(segment)``, ``selector(segment)``); else
+        ``None``. Read only: update it through the wrapper."""
+        return self._segmented
 
     @property
     def warmed_up(self) -> bool:
