@@ -19,7 +19,8 @@ PKG = pathlib.Path(thors_stream.__file__).parent
 # lowest first: a module may import modules of its own layer or below, never above
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundations: validation, costs, version", {"_version", "_validation", "costs", "margin"}),
-    ("rows and containers", {"rows", "_queue", "_prefix", "_ledger", "_checkpoint_check", "checkpoint", "_files"}),
+    ("rows and containers", {"rows", "_queue", "_prefix", "_ledger", "_checkpoint_check", "checkpoint", "_files",
+                             "_keys"}),
     ("the tree (compiled or numpy)", {"_core", "_backend"}),
     ("bounds", {"_band", "bounds", "planner"}),
     ("the result of a selection", {"result", "plotting"}),
@@ -27,9 +28,9 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("arrays and streams", {"batch", "stream", "_stream_lock", "_stream_state", "_stream_np", "_stream_windows",
                             "_stream_store"}),
     ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
-                        "margin_stream"}),
+                        "margin_stream", "store"}),
     ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
-                                       "__init__"}),
+                                       "__init__", "service"}),
 ]
 
 

@@ -70,8 +70,8 @@ _DIGEST = 32
 _FLOAT_TAG = "$float"
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
-__all__ = ["MAGIC", "REVISION", "VERSION", "Checkpoint", "read_checkpoint", "read_checkpoint_full",
-           "write_checkpoint"]
+__all__ = ["MAGIC", "REVISION", "VERSION", "Checkpoint", "checkpoint_bytes", "parse_checkpoint", "read_checkpoint",
+           "read_checkpoint_full", "write_checkpoint"]
 
 
 class Checkpoint(NamedTuple):
@@ -126,20 +126,26 @@ def _hasher(key: bytes | None) -> Any:
     return hmac.new(key, digestmod=hashlib.sha256) if key is not None else hashlib.sha256()
 
 
-def write_checkpoint(
-    path: str | os.PathLike[str], kind: str, params: dict[str, Any], state: dict[str, Any],
-    arrays: dict[str, np.ndarray], *, key: bytes | None = None,
-) -> None:
-    """Write one checkpoint file atomically (temporary file, fsync, rename, fsync dir).
+def checkpoint_bytes(
+    kind: str, params: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray], *,
+    key: bytes | None = None,
+) -> bytes:
+    """One checkpoint of ``kind`` as bytes, in the file format above (what
+    :func:`write_checkpoint` writes; :func:`parse_checkpoint` reads it back). O(size).
 
-    ``key``: bytes; the trailer is then an HMAC-SHA256 of the file with this key
-    instead of a SHA-256, and :func:`read_checkpoint` needs the same key. Nothing is
-    written (the previous file stays) when the header cannot be encoded or any write,
-    flush, ``fsync`` or rename fails.
+    >>> import numpy as np
+    >>> data = checkpoint_bytes("demo", {"a": 1}, {"b": float("inf")}, {"x": np.arange(3.0)})
+    >>> ck = parse_checkpoint(data, "demo", "checkpoint 'demo'")
+    >>> ck.params, ck.state, ck.arrays["x"].tolist()
+    ({'a': 1}, {'b': inf}, [0.0, 1.0, 2.0])
     """
+    return b"".join(_checkpoint_chunks(kind, params, state, arrays, _check_key(key)))
+
+
+def _checkpoint_chunks(kind: str, params: dict[str, Any], state: dict[str, Any], arrays: dict[str, np.ndarray],
+                       key: bytes | None) -> list[bytes]:
     from ._version import __version__
 
-    key = _check_key(key)
     descr, offset, chunks = [], 0, []
     for name, arr in arrays.items():
         a = np.ascontiguousarray(arr)
@@ -154,16 +160,33 @@ def write_checkpoint(
         allow_nan=False, separators=(",", ":"),
     ).encode("utf-8")
     h = _hasher(key)
+    parts = [_FIXED.pack(MAGIC, VERSION, FLAG_HMAC if key is not None else 0, len(header)), header, *chunks]
+    for part in parts:
+        h.update(part)
+    parts.append(h.digest())
+    return parts
+
+
+def write_checkpoint(
+    path: str | os.PathLike[str], kind: str, params: dict[str, Any], state: dict[str, Any],
+    arrays: dict[str, np.ndarray], *, key: bytes | None = None,
+) -> None:
+    """Write one checkpoint file atomically (temporary file, fsync, rename, fsync dir).
+
+    ``key``: bytes; the trailer is then an HMAC-SHA256 of the file with this key
+    instead of a SHA-256, and :func:`read_checkpoint` needs the same key. Nothing is
+    written (the previous file stays) when the header cannot be encoded or any write,
+    flush, ``fsync`` or rename fails.
+    """
+    key = _check_key(key)
+    parts = _checkpoint_chunks(kind, params, state, arrays, key)
     target = Path(replace_target(path))  # a symlink's target; never a FIFO or device
     directory = target.parent if str(target.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            for part in (_FIXED.pack(MAGIC, VERSION, FLAG_HMAC if key is not None else 0, len(header)), header,
-                         *chunks):
-                h.update(part)
+            for part in parts:
                 f.write(part)
-            f.write(h.digest())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -259,6 +282,20 @@ def read_checkpoint_full(
     p = Path(path)
     where = f"checkpoint {str(p)!r}"
     data = _read_regular_file(p, where)
+    return _parse(data, kind, where, key, literal)
+
+
+def parse_checkpoint(
+    data: bytes | bytearray | memoryview, kind: str, where: str, *, key: bytes | None = None,
+    literal: tuple[str, ...] = (),
+) -> Checkpoint:
+    """Verify and read checkpoint bytes (as :func:`checkpoint_bytes` makes them) of ``kind``:
+    the checks of :func:`read_checkpoint_full`, with ``where`` naming the bytes' origin in every
+    error (e.g. ``"store 'fraud.sqlite' (checkpoint 3)"``). O(size)."""
+    return _parse(bytearray(data), kind, where, _check_key(key), literal)
+
+
+def _parse(data: bytearray, kind: str, where: str, key: bytes | None, literal: tuple[str, ...]) -> Checkpoint:
     if len(data) < _FIXED.size + _DIGEST or data[:8] != MAGIC:
         if data[:8] == MAGIC:
             raise ValueError(f"{where} is truncated ({len(data)} bytes)")
