@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import datetime as dt
-import math
-import os
 import random
 import sqlite3
 import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from oracle import brute_force
+
 from thors_stream import MarginThors, StreamingThors
 from thors_stream._keys import db_key, decode_db_key, decode_key, encode_key
 from thors_stream.margin import cost_margin
@@ -67,7 +64,7 @@ def _reference_take(ref, key):
     return ref.pop(key, None)
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(3))
 def test_the_store_behaves_as_a_dict_of_pending_decisions(tmp_path, seed):
     rng = random.Random(seed)
     pool = ["a", 1, 1.0, True, ("t", 2), (("t", 2.0),), b"x", 7, "b", None, -0.0, 2**70]
@@ -199,7 +196,7 @@ def test_a_newer_format_other_settings_or_another_owner_are_refused(tmp_path):
     con = sqlite3.connect(path)
     con.execute("PRAGMA user_version=7")
     con.close()
-    with pytest.raises(ValueError, match="store format 7.*newer"):
+    with pytest.raises(ValueError, match=r"store format 7.*newer"):
         DecisionLoop(path, fn_cost=5, fp_cost=1, window=100)
 
 
@@ -385,7 +382,7 @@ def _snapshot(loop):
             loop.n_learned)
 
 
-@pytest.mark.parametrize("call, match", [
+BAD_CALLS = [
     (lambda lp: lp.decide("n", float("nan")), "probability"),
     (lambda lp: lp.decide("n", 1.5), r"\[0, 1\], got 1\.5"),
     (lambda lp: lp.decide("n", 0.5, fn_cost=-3.0), "fn_cost.*-3.0"),
@@ -401,17 +398,20 @@ def _snapshot(loop):
     (lambda lp: lp.label("a", True, w=-1.0), "w|weight"),
     (lambda lp: lp.label("a", True, w=2.0**1000), "weight"),
     (lambda lp: lp.label_many(["a", "b"], [True, None]), "position 1"),
-])
-def test_bad_input_raises_naming_it_and_changes_nothing(tmp_path, call, match):
+]
+
+
+def test_bad_input_raises_naming_it_and_changes_nothing(tmp_path):
     loop = DecisionLoop(tmp_path / "p.sqlite", fn_cost=1, fp_cost=1, decide_on="margin", window=20, warm_up=0)
     for i, k in enumerate("abcdef"):
         loop.decide(k, (i + 1) / 8, fn_cost=10.0, t=0.0)
     loop.label("c", True)
     loop.label("d", False)
     before = _snapshot(loop)
-    with pytest.raises((TypeError, ValueError), match=match):
-        call(loop)
-    assert _snapshot(loop) == before
+    for call, match in BAD_CALLS:
+        with pytest.raises((TypeError, ValueError), match=match):
+            call(loop)
+        assert _snapshot(loop) == before
     loop.close()
 
 
