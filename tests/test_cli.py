@@ -1,5 +1,6 @@
 """The `thors` command line: fit, replay, demo, and its input errors."""
 
+import io
 import csv
 import json
 import math
@@ -180,7 +181,11 @@ def test_console_script_runs_in_a_subprocess(data):
 
 def test_demo_short_run(capsys):
     code, out, _ = run(["demo", "--limit", "3000", "--every", "1000"], capsys)
-    assert code == 0 and "THORS saved" in out
+    assert code == 0 and "THORS saved" in out and "over Elkan's cut 0.0099" in out
+    from thors_stream.demo import run_demo
+
+    totals = run_demo(limit=2000, every=1000, out=io.StringIO(), fn_cost=10.0, fp_cost=1.0)
+    assert set(totals) >= {"thors", "cut_0.5", "elkan"} and totals["elkan"] != totals["cut_0.5"]
 
 
 def test_parquet_and_pyarrow_csv(data, tmp_path, capsys):
