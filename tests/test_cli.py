@@ -1,7 +1,7 @@
 """The `thors` command line: fit, replay, demo, and its input errors."""
 
-import io
 import csv
+import io
 import json
 import math
 import subprocess
