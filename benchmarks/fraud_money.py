@@ -46,13 +46,19 @@ cold-start rules (read off ``ThorsClassifier``'s defaults). The script checks th
 ``progressive_money`` for each wrapper rule and model family and requires the money lost, and the
 Bayes rule's and the plain cut's from the same probabilities, to equal the simulation's.
 
+**Diagnostics**: per run, the AUC of the model's probability after the burn-in (how well it
+ranks), its calibration in the large (mean probability over the fraud rate) and the hindsight
+cut.
+
 **Targets** (reported, not tuned to; ratios to the Bayes rule in the same run): never above 1.10
 re-scored, nor with a frozen model; median <= 0.90 for the adaptive tree and <= 0.80 for naive
 Bayes (re-scored); decision-time <= 1.05 at delays up to 5,000. A printed line says which held.
 
-Run: ``python benchmarks/fraud_money.py`` (150,000 payments, 3 seeds, 3 delays, 5 models: about
-20 min on one core; ``--jobs 2`` splits the runs over two processes); ``--seeds 5`` for five
-seeds; ``--quick``: 6,000 payments, one seed, delays 200 and 1,000 (a smoke run, a few seconds).
+Run: ``python benchmarks/fraud_money.py`` (120,000 payments, 3 seeds, 3 delays, 5 models: about
+18 min on one core of a shared 2-core machine, 4 of them for the check; ``--jobs 2`` splits the
+runs over two processes); ``--seeds 5`` for five seeds (about 27 min); ``--quick``: 3,000
+payments, one seed, delays 100 and 1,000, the two logistic regressions (a smoke run, a few
+seconds).
 Exit status 1 when the simulation does not match the wrapper.
 """
 
@@ -238,7 +244,7 @@ def run(model_name: str, seed: int, delay: int, n: int, burn_in: int, frozen_at:
         warm[name][1] += y
 
     lost = dict.fromkeys(RULES, 0.0)
-    margins, labels, costs = [], [], []  # the counted events' decision-time margins, for the hindsight cut
+    margins, labels, costs, probs = [], [], [], []  # the counted events', for the hindsight cut and the AUC
     pending: collections.deque[tuple[int, dict, bool, float, float, int, bool]] = collections.deque()
     learned = 0
     amount, fraud, q = pay.amount, pay.fraud, pay.posterior
@@ -279,12 +285,28 @@ def run(model_name: str, seed: int, delay: int, n: int, burn_in: int, frozen_at:
                 elif y and not flag:
                     lost[rule] += a
             margins.append(m)
+            probs.append(p)
             labels.append(y)
             costs.append(a if y else FEE)
         pending.append((i + delay, x, y, p, m, learned, frozen is not None and frozen.frozen))
     if margins:  # the one cut on the decision-time margins that would have lost least, chosen after the fact
-        lost["hindsight"] = thors_threshold(margins, labels, fn_cost=1.0, fp_cost=1.0, sample_weight=costs).cost
+        best = thors_threshold(margins, labels, fn_cost=1.0, fp_cost=1.0, sample_weight=costs)
+        lost["hindsight"] = best.cost
+        lost["hindsight cut"] = best.threshold
+        lost["AUC"] = auc(np.array(probs), np.array(labels))
+        lost["mean p / fraud rate"] = float(np.mean(probs) / max(np.mean(labels), 1e-12))
     return lost
+
+
+def auc(p: np.ndarray, y: np.ndarray) -> float:
+    """The area under the ROC curve of ``p`` for ``y`` (Mann-Whitney, ties count half)."""
+    from scipy.stats import rankdata
+
+    n1 = int(y.sum())
+    n0 = len(y) - n1
+    if not n1 or not n0:
+        return math.nan
+    return float((rankdata(p)[y].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
 # ---------------------------------------------------------------- the check against the real wrapper
@@ -413,6 +435,17 @@ def main(argv: list[str] | None = None) -> int:
             for s in seeds:
                 lost = results[(m, s, d)]
                 print(f"| {m} | {d:,} | {s} | " + " | ".join(f"{lost[r]:,.0f}" for r in RULES) + " |")
+
+    print("\n### The models after the burn-in (AUC of p; calibration in the large: mean p over the fraud rate; "
+          "the hindsight cut on the margin)\n")
+    print("| model | delay | seed | AUC | mean p / fraud rate | hindsight cut |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for m in args.models:
+        for d in args.delays:
+            for s in seeds:
+                r = results[(m, s, d)]
+                print(f"| {m} | {d:,} | {s} | {r['AUC']:.3f} | {r['mean p / fraud rate']:.2f} | "
+                      f"{r['hindsight cut']:.2f} |")
 
     compared = ("plain", "thors p", "rescored", "decision-time", "hindsight", "floor")
     print("\n### Ratio to the per-event Bayes rule, same model and run (median over seeds [min-max])\n")
