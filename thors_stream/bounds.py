@@ -101,7 +101,7 @@ from scipy import special, stats
 
 from ._validation import check_class_prior, check_open_unit
 
-__all__ = ["CostInterval", "ThresholdBounds", "threshold_bounds"]
+__all__ = ["CostInterval", "RealisedCostCheck", "ThresholdBounds", "threshold_bounds"]
 
 METHODS = ("exact", "hybrid", "dkw", "bonferroni")
 EXACT_MAX_N = 5_000  # classes larger than this use the hybrid band under method="exact" (the level costs > 50 ms)
@@ -511,6 +511,24 @@ def _paper_eps(n_test: int, c0: Any, c1: Any, ck0: Any, ck1: Any, delta: Any) ->
     return eps
 
 
+def _realised_law(c0: np.ndarray, c1: np.ndarray, ck0: np.ndarray, ck1: np.ndarray, fn: float, fp: float,
+                  delta: float, method: str, prior: float | None) -> tuple[np.ndarray, np.ndarray, float]:
+    """The dominating three-point law of one new event's cost behind ``cost_upper*``: ``(a, b, d)``
+    with ``a = P(cost >= max(fn, fp))``, ``b = P(cost > 0)`` and ``d`` the failure probability left
+    for the test draw (the statements and their split as in :func:`bounds_arrays`). O(1) per element."""
+    known = prior is not None
+    m = 3 if known else 4
+    d = -math.expm1(math.log1p(-delta) / m) if method == "exact" else delta / m
+    u0 = 1 - cdf_lower(ck0, c0, d, method)
+    u1 = cdf_upper(ck1, c1, d, method)
+    if known:
+        plo = phi = np.full(c0.shape, prior)
+    else:
+        plo, phi = _prior_interval(c1, c0 + c1, np.full(c0.shape, d))
+    a, b = _dominating(plo, phi, fn, fp, u1, u0)
+    return a, b, d
+
+
 def bounds_arrays(
     count0: Any, count1: Any, count_k0: Any, count_k1: Any, *, fn_cost: float, fp_cost: float,
     confidence: float = 0.95, n_test: int | None = None, class_prior: float | None = None,
@@ -582,10 +600,7 @@ def bounds_arrays(
     out["cost_interval_lower"] = n_te * _risk_extreme(plo, phi, fn, fp, l1, l0, np.minimum)
     out["cost_interval_upper"] = n_te * _risk_extreme(plo, phi, fn, fp, u1, u0, np.maximum)
     # realised cost of n_te events
-    d = share(3 + extra)
-    _, u0, _, u1 = rates(d, method)
-    plo, phi = prior_iv(d)
-    a, b = _dominating(plo, phi, fn, fp, u1, u0)
+    a, b, d = _realised_law(c0, c1, ck0, ck1, fn, fp, delta, method, prior)
     big, small = max(fn, fp), min(fn, fp)
     bern = bernstein_quantile(n_te, a, b, big, small, d)
     out["cost_upper"] = bern
@@ -700,3 +715,211 @@ def threshold_bounds(
         paper_fnr_lower=g["paper_fnr_lower"], paper_fnr_upper=g["paper_fnr_upper"],
         paper_cost_upper=g.get("paper_cost_upper"), paper_cost_interval=iv("paper_cost_interval"),
     )
+
+
+# --------------------------------------------------------------------------- monitoring
+_CERT_MARGIN = 1e-9  # probability margin covering the rounding of the computed CDFs (~1e-12)
+
+
+def _bdtr(k: float, n: int, p: float) -> float:
+    """``P(Bin(n, p) <= k)`` for any real ``k`` (scipy's ``bdtr`` is NaN beyond ``0..n``)."""
+    k = math.floor(k)
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    return float(special.bdtr(k, n, p))
+
+
+def three_point_cdf(n: int, a: float, b: float, big: float, small: float, c: float) -> float:
+    """``P(S <= c)`` for ``S`` a sum of ``n`` i.i.d. three-point costs (``big`` w.p. ``a``,
+    ``small`` w.p. ``b - a``, else 0; the law of :func:`exact_quantile`), never below the true
+    value but for rounding (about ``1e-12``): no mass is dropped (the binomial tails beyond 40
+    standard deviations are added whole). O(W), W the number of values of ``M ~ Bin(n, b)`` with
+    ``small * M <= c``, at most ``80 sqrt(n b (1 - b)) + 100``.
+
+    >>> round(three_point_cdf(2, 0.1, 0.3, 10.0, 1.0, 1.0), 6)   # no cost (0.7**2) or one small (2 * 0.2 * 0.7)
+    0.77
+    """
+    if c < 0:
+        return 0.0
+    if n <= 0 or b <= 0:
+        return 1.0
+    b = min(b, 1.0)
+    d = big - small
+    r = min(max(a / b, 0.0), 1.0)
+    if d <= 0 or r <= 0 or r >= 1:  # S = v * M
+        return _bdtr(c / (big if (r >= 1 or d <= 0) else small), n, b)
+    spread = math.sqrt(n * b * (1.0 - b))
+    m_max = min(n, math.floor(c / small))
+    m_lo = max(0, min(m_max, math.floor(n * b - 40.0 * spread - 50.0)))
+    tail = _bdtr(m_lo - 1, n, b)  # bounds those terms from above
+    m_hi = math.ceil(n * b + 40.0 * spread + 50.0)
+    if m_max > m_hi:  # and the terms above the bulk
+        tail += 1.0 - _bdtr(m_hi, n, b) if m_hi < n else 0.0
+        m_max = m_hi
+    m = np.arange(m_lo, m_max + 1, dtype=np.int64)
+    x = np.floor((c - small * m) / d)
+    cond = np.where(x >= 0, special.bdtr(np.clip(x, 0, m), m, r), 0.0)
+    pmf = getattr(stats.binom, "_pmf", stats.binom.pmf)  # (the ufunc, without scipy's argument checks)
+    return min(1.0, tail + float(np.sum(pmf(m, n, b) * cond)))
+
+
+class RealisedCostCheck:
+    """Whether the realised cost of new events exceeds the valid bound on it, row after row, cheaply.
+
+    For one result (the threshold, chosen on its data), ``exceeds(n_test, realised)`` answers
+    whether ``realised > threshold_bounds(result, confidence, n_test).cost_upper_exact`` and
+    returns that bound when it does, ``None`` otherwise: the same answer and the same number,
+    to the bit. Most calls cost O(1): a call first looks for a *certificate*, a cost ``c``
+    below the bound for every ``n >= n_c``, found from the CDF of the realised cost's
+    dominating law (:func:`three_point_cdf`; its true CDF at ``c`` below ``1 - d`` minus a
+    margin of 1e-9 that covers rounding means that the exact quantile, at ``n_c`` and every
+    larger ``n`` (the sum grows with ``n``), lies above ``c``). A realised cost up to the
+    certificate needs no computation. Otherwise a new certificate is sought, first with a law
+    that needs no band (the pointwise Beta bounds and the prior's point estimate: a
+    stochastically smaller law, so its certificate holds too), then with the law itself; only
+    when none is found is the exact bound computed (:func:`exact_quantile`, O(sqrt(n_test))).
+    Costs grow by an event's cost at a time and the certificate roughly as the quantile, so
+    over a run the exact bound is computed near the bound only. Unit-weight costs only (as the
+    bound): ``fn_cost * #FN + fp_cost * #FP``.
+
+    >>> import numpy as np
+    >>> from thors_stream import thors_threshold
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.random(2000) < 0.3
+    >>> r = thors_threshold(rng.normal(1.5 * y, 1.0), y, fn_cost=5, fp_cost=1)
+    >>> check = RealisedCostCheck(r, 0.95)
+    >>> check.exceeds(100, 40.0) is None                        # well below: certified
+    True
+    >>> check.exceeds(100, 500.0) == threshold_bounds(r, 0.95, n_test=100).cost_upper_exact
+    True
+    """
+
+    def __init__(self, result: Any, confidence: float = 0.95, *, class_prior: float | None = None,
+                 method: str = "exact") -> None:
+        self.confidence = check_confidence(confidence)
+        self.method = check_method(method)
+        prior = check_class_prior(class_prior)
+        self.class_prior = prior if prior is not None else getattr(result, "class_prior", None)
+        self.result = result
+        self._counts = tuple(_f(int(getattr(result, k))) for k in ("count0", "count1", "count_k0", "count_k1"))
+        self._fn, self._fp = float(result.fn_cost), float(result.fp_cost)
+        self._big, self._small = max(self._fn, self._fp), min(self._fn, self._fp)
+        self._whole = self._fn.is_integer() and self._fp.is_integer()  # every realised cost a whole number
+        self._law: tuple[float, float, float] | None = None  # (a, b, d) of the bound
+        self._lower: tuple[float, float] | None = None  # (a, b) of a stochastically smaller law
+        self._cert_n = 0
+        self._cert = -math.inf
+        self._z: float | None = None  # the normal quantile behind a certificate's first guess
+        self.n_exact = 0  # how many times the exact bound was computed (for tests and benchmarks)
+
+    def law(self) -> tuple[float, float, float]:
+        """``(a, b, d)``: the dominating law of one new event's cost and the test draw's failure
+        probability, as :func:`bounds_arrays` computes them for ``cost_upper*``. Cached."""
+        if self._law is None:
+            c0, c1, ck0, ck1 = self._counts
+            a, b, d = _realised_law(c0, c1, ck0, ck1, self._fn, self._fp, 1.0 - self.confidence, self.method,
+                                    self.class_prior)
+            self._law = (float(a), float(b), float(d))
+        return self._law
+
+    def bound(self, n_test: int) -> float:
+        """``cost_upper_exact`` for ``n_test`` new events (exactly as :func:`threshold_bounds`)."""
+        n = check_n_test(n_test)
+        assert n is not None
+        a, b, d = self.law()
+        self.n_exact += 1
+        bern = bernstein_quantile(n, a, b, self._big, self._small, d)
+        return float(np.minimum(exact_quantile(n, a, b, self._big, self._small, d, upper=bern), bern))
+
+    def _lower_law(self) -> tuple[float, float]:
+        """A law below the bound's: each rate's pointwise upper Beta quantile at the same ``d``
+        (the calibrated band's level is at most ``d``, so its value is at least this one) or,
+        for the hybrid band's classes, the smaller of it and the DKW term; the prior's point
+        estimate (inside its interval) or the known prior."""
+        if self._lower is None:
+            a, b = _lower_law(self._counts, self._fn, self._fp, self._share(), self.class_prior)
+            self._lower = (float(a), float(b))
+        return self._lower
+
+    def _share(self) -> float:
+        delta = 1.0 - self.confidence
+        m = 3 if self.class_prior is not None else 4
+        return -math.expm1(math.log1p(-delta) / m) if self.method == "exact" else delta / m
+
+    def _certify(self, n: int, realised: float, a: float, b: float, d: float) -> float | None:
+        """A cost ``c >= realised`` such that no realised cost up to ``c`` exceeds the bound, for
+        every ``n_test >= n``, or ``None``. With whole-number costs every cost and sum is exact in
+        float64 and the realised costs are whole numbers, so ``P(S < c) < 1 - d`` (all sums below
+        ``c`` under the quantile) suffices; otherwise ``P(S <= c) < 1 - d`` (``c`` below it)."""
+        theta = 1.0 - d - _CERT_MARGIN
+        big, small = self._big, self._small
+        s = small / big
+        mu = a + s * (b - a)
+        var = max(a + s * s * (b - a) - mu * mu, 0.0)
+        # the bound never exceeds Bernstein's (bernstein_quantile, here in units of big with a margin for rounding)
+        log_d = math.log(1.0 / d)
+        x = max(1.0 - mu, 0.0) * log_d / 3
+        bern = big * min(n * mu + x + math.hypot(x, math.sqrt(2.0 * n * log_d * var)), float(n)) * (1.0 - 1e-9)
+        if self._z is None:
+            from statistics import NormalDist
+
+            self._z = NormalDist().inv_cdf(theta) - 0.25
+        guess = big * (n * mu + self._z * math.sqrt(n * var))
+        whole = self._whole and n * big < 2.0**52
+        if whole:
+            guess = math.floor(guess)
+        for c in ((guess, realised) if guess > realised else (realised,)):
+            below = c - 0.5 if whole else c
+            if c < bern and three_point_cdf(n, a, b, big, small, below) < theta:
+                return c
+        return None
+
+    def exceeds(self, n_test: int, realised: float) -> float | None:
+        """The bound ``cost_upper_exact`` of ``n_test`` new events when ``realised`` is above it,
+        else ``None``. Amortised O(1); see the class docstring."""
+        n = int(n_test)
+        if not realised > 0:
+            return None
+        if n >= self._cert_n and realised <= self._cert:
+            return None
+        d = self._share()
+        lower = self._law is None and self.method == "exact"  # (the lower law is derived for the exact band)
+        laws = ([self._lower_law()] if lower else []) + [None]
+        for law in laws:
+            a, b = law if law is not None else self.law()[:2]
+            c = self._certify(n, realised, a, b, d)
+            if c is not None:
+                self._cert_n, self._cert = n, c
+                return None
+        q = self.bound(n)
+        return q if realised > q else None
+
+
+def _lower_law(counts: tuple[np.ndarray, ...], fn: float, fp: float, d: float,
+               prior: float | None) -> tuple[float, float]:
+    """``(a, b)`` of a law stochastically below :func:`_realised_law`'s for ``method="exact"`` (see
+    :meth:`RealisedCostCheck._lower_law`): rates no larger than the band's upper bounds at ``d``.
+    The calibrated band's local level is at most ``d`` and its ranks are coarser outward, so its
+    upper bound on a class's CDF at rank ``k + 1`` is at least the pointwise ``BetaInv(1 - d; k + 1,
+    n - k)``, and its lower bound at ``k`` at most ``BetaInv(d; k, n - k + 1)``; the hybrid band
+    (classes above :data:`EXACT_MAX_N`) is the tighter of a Beta quantile at a smaller level and
+    a DKW term, so the DKW term is taken when it is the tighter. O(1)."""
+    c0, c1, ck0, ck1 = (float(x) for x in counts)
+    u1 = 1.0  # FNR's upper bound: the band's upper bound on the positives' CDF at k1 + 1
+    if c1 > 0 and ck1 < c1:
+        u1 = float(special.betaincinv(ck1 + 1, c1 - ck1, 1 - d))
+        if c1 > EXACT_MAX_N:
+            u1 = min(u1, ck1 / c1 + math.sqrt(math.log(2.0 / d) / (2 * c1)))
+    u0 = 1.0  # FPR's upper bound: 1 - the band's lower bound on the negatives' CDF at k0
+    if c0 > 0 and ck0 > 0:
+        low = float(special.betaincinv(ck0, c0 - ck0 + 1, d))
+        if c0 > EXACT_MAX_N:
+            low = max(low, ck0 / c0 - math.sqrt(math.log(2.0 / d) / (2 * c0)))
+        u0 = 1.0 - low
+    u0, u1 = min(max(u0, 0.0), 1.0), min(max(u1, 0.0), 1.0)
+    p = prior if prior is not None else c1 / (c0 + c1)  # inside the prior's interval
+    a = p * u1 if fn >= fp else (1 - p) * u0
+    b = min(p * u1 + (1 - p) * u0, 1.0)
+    return min(a, b), b

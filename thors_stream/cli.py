@@ -48,6 +48,7 @@ import numpy as np
 
 from ._files import StagedOutputs
 from ._validation import period_cutoff
+from .costs import class_coefficients
 from .result import DEFAULT_MIN_PER_CLASS
 
 EXIT_OK = 0
@@ -307,8 +308,6 @@ def _check_outputs(data: str, outputs: list[tuple[str, str | None]]) -> None:
 
 def _check_magnitudes(ev: Any, fn_cost: float, fp_cost: float, class_prior: float | None) -> None:
     """Refuse costs and weights whose products would overflow the cost sums (one clear line)."""
-    from .costs import class_coefficients
-
     with np.errstate(over="ignore", invalid="ignore"):
         if ev.weights is None:
             w1 = float(np.count_nonzero(ev.labels))
@@ -919,7 +918,9 @@ class _Monitor:
         self.f = sys.stdout if path == "-" else open(path, "w")  # closed in close()
         self.pub: float | None = None
         self.pub_result: Any = None
-        self.pub_risk: float | None = None
+        self.pub_check: Any = None  # RealisedCostCheck of the published result, made when first needed
+        self.pub_at = 0  # the event at which the published threshold was published
+        self.over = False  # its realised cost went over its bound (the alert is raised once)
         self.since = 0
         self.fn = self.fp = 0.0
         self.n_alerts = 0
@@ -938,11 +939,12 @@ class _Monitor:
             self.fp += money if self.rule.money else 1
 
     def _held_cost(self, thr: float) -> tuple[float, float, float]:
-        from .costs import class_coefficients
-
         fpr, fnr = self.held.rates(thr)
         n0, n1 = self.held._tot
-        a, b = class_coefficients(self.rule.fn_cost, self.rule.fp_cost, n0, n1, self.args.class_prior)
+        if self.args.class_prior is None:
+            a, b = self.rule.fn_cost, self.rule.fp_cost
+        else:
+            a, b = class_coefficients(self.rule.fn_cost, self.rule.fp_cost, n0, n1, self.args.class_prior)
         return a * fnr * n1 + b * fpr * n0, fpr, fnr
 
     def row(self, event: int, t: float | None, st: Any, thr: float | None, cost: float | None) -> None:
@@ -955,15 +957,17 @@ class _Monitor:
         alerts: list[dict[str, Any]] = []
         realised = self.rule.fn_cost * self.fn + self.rule.fp_cost * self.fp
         # money has no distribution-free bound (the next events' amounts are unknown): no cost alert then
-        if self.pub_result is not None and self.since and realised > 0 and not self.rule.money:
-            if self.pub_risk is None:
-                self.pub_risk = self.pub_result.bounds(args.confidence).risk_upper
-            if realised > self.since * self.pub_risk:  # cheap pre-check before the exact quantile
-                b = self.pub_result.bounds(args.confidence, n_test=self.since)
-                if realised > b.cost_upper_exact:
-                    alerts.append({"type": "cost_over_bound", "realised_cost": realised,
-                                   "bound": b.cost_upper_exact, "events": self.since,
-                                   "confidence": args.confidence})
+        if self.pub_result is not None and self.since and realised > 0 and not self.rule.money and not self.over:
+            if self.pub_check is None:
+                from .bounds import RealisedCostCheck
+
+                self.pub_check = RealisedCostCheck(self.pub_result, args.confidence)
+            # exactly realised > result.bounds(confidence, n_test=since).cost_upper_exact, amortised O(1)
+            bound = self.pub_check.exceeds(self.since, realised)
+            if bound is not None:
+                self.over = True
+                alerts.append({"type": "cost_over_bound", "realised_cost": realised, "bound": bound,
+                               "events": self.since, "confidence": args.confidence})
         publish = self.pub is None or args.hysteresis is None
         if not publish and thr != self.pub and self.pub is not None:
             pub_cost = self._held_cost(self.pub)[0]
@@ -975,20 +979,34 @@ class _Monitor:
                 if jump > args.alert_jump:
                     alerts.append({"type": "threshold_jump", "from": _json_thr(self.pub), "to": _json_thr(thr),
                                    "jump": "inf" if math.isinf(jump) else jump})
-            self.pub, self.pub_result, self.pub_risk = thr, st.result(), None
+            self.pub, self.pub_result, self.pub_check, self.pub_at, self.over = thr, st.result(), None, event, False
             self.since = 0
             self.fn = self.fp = 0.0
         assert self.pub is not None  # published above when nothing was
         pub_cost, fpr, fnr = self._held_cost(self.pub)
-        rec: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on}
-        if t is not None:
-            rec["time"] = _iso(t) if self.dates else t
-        rec.update(threshold=_json_thr(self.pub), cost=float(_num(pub_cost)), fpr=round(fpr, 12),
-                   fnr=round(fnr, 12), optimal_threshold=_json_thr(thr), optimal_cost=float(_num(cost)),
-                   held=self.held.held, held_pos=self.held._cnt[1], held_neg=self.held._cnt[0],
-                   events_since_publish=since, realised_cost=float(_num(realised)), alerts=alerts)
-        self.n_alerts += len(alerts)
-        self.f.write(json.dumps(rec, allow_nan=False) + "\n")
+        tv = None if t is None else _iso(t) if self.dates else float(t)
+        c0, c1 = self.held._cnt
+        vals = (_round12(pub_cost), round(fpr, 12), round(fnr, 12), _round12(cost), _round12(realised))
+        if alerts or not all(map(math.isfinite, vals)) or math.inf in (thr, self.pub):  # the general, strict path
+            rec: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on}
+            if tv is not None:
+                rec["time"] = tv
+            rec.update(threshold=_json_thr(self.pub), cost=vals[0], fpr=vals[1], fnr=vals[2],
+                       optimal_threshold=_json_thr(thr), optimal_cost=vals[3], held=c0 + c1, held_pos=c1,
+                       held_neg=c0, published_at=self.pub_at, events_since_publish=since, realised_cost=vals[4],
+                       alerts=alerts)
+            self.n_alerts += len(alerts)
+            self.f.write(json.dumps(rec, allow_nan=False) + "\n")
+            return
+        # the same line as json.dumps of that record, formatted directly (a row costs a few microseconds)
+        r = float.__repr__
+        when = "" if tv is None else f', "time": "{tv}"' if isinstance(tv, str) else f', "time": {r(tv)}'
+        self.f.write(f'{{"event": {event}, "decide_on": "{self.rule.decide_on}"{when}, '
+                     f'"threshold": {_thr_json_text(self.pub)}, "cost": {r(vals[0])}, "fpr": {r(vals[1])}, '
+                     f'"fnr": {r(vals[2])}, "optimal_threshold": {_thr_json_text(thr)}, '
+                     f'"optimal_cost": {r(vals[3])}, "held": {c0 + c1}, "held_pos": {c1}, "held_neg": {c0}, '
+                     f'"published_at": {self.pub_at}, "events_since_publish": {since}, '
+                     f'"realised_cost": {r(vals[4])}, "alerts": []}}\n')
 
     def close(self) -> None:
         self.f.flush()
@@ -1003,6 +1021,23 @@ class _Monitor:
 
 def _json_thr(t: float) -> float | str:
     return "-inf" if t == -math.inf else t
+
+
+def _thr_json_text(t: float) -> str:
+    """``json.dumps(_json_thr(t))`` for a threshold (finite or ``-inf``)."""
+    return '"-inf"' if t == -math.inf else float.__repr__(float(t))
+
+
+def _round12(x: float) -> float:
+    """``float(_num(x))``: ``x`` rounded to 12 significant digits unless whole or not finite.
+
+    >>> _round12(853.1199999999999), _round12(3.0), _round12(0.1 + 0.2)
+    (853.12, 3.0, 0.3)
+    """
+    x = float(x)
+    if not math.isfinite(x) or x.is_integer():
+        return x
+    return float(f"{x:.12g}")
 
 
 def _iso(seconds: float) -> str:

@@ -1,0 +1,143 @@
+"""The ``thors`` command as an operator runs it: a monitoring log that keeps up (exact bounds,
+computed incrementally), input as files really come, a nightly job cron can run, honest timing,
+all missing options at once, Neyman-Pearson output that explains itself."""
+
+import itertools
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from thors_stream import bounds as bounds_mod
+from thors_stream.bounds import RealisedCostCheck, threshold_bounds
+from thors_stream.cli import main
+from thors_stream.result import ThresholdResult
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write_rows(path, header, rows):
+    with open(path, "w") as f:
+        f.write(",".join(header) + "\n")
+        for r in rows:
+            f.write(",".join(str(v) for v in r) + "\n")
+
+
+# ------------------------------------------------------------------ 1. monitoring that keeps up
+@pytest.fixture(scope="module")
+def collapse(tmp_path_factory):
+    """A stream whose positives' scores collapse half way: the realised cost runs over its bound."""
+    rng = np.random.default_rng(2)
+    n = 1200
+    y = rng.random(n) < 0.3
+    s = np.round(rng.normal(3.0 * y, 1.0), 3)
+    s[600:] -= 6.0 * y[600:]
+    path = tmp_path_factory.mktemp("mon") / "c.csv"
+    write_rows(path, ["score", "fraud"], zip(s.tolist(), y.astype(int).tolist()))
+    return path, s, y
+
+
+def replay_log(path, tmp_path, *extra, window=200, fn=10, fp=1, confidence=0.95):
+    log = tmp_path / "m.jsonl"
+    code = main([str(a) for a in ["replay", path, "--score-col", "score", "--label-col", "fraud", "--fn-cost", fn,
+                                  "--fp-cost", fp, "--window", window, "--out", tmp_path / "o.csv", "--jsonl", log,
+                                  "--confidence", confidence, *extra]])
+    assert code == 0
+    lines = log.read_text().splitlines()
+    return lines, [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("extra", [[], ["--every", 200, "--hysteresis", "1e9"]], ids=["optimum", "held"])
+def test_alert_bound_is_what_thors_fit_reports_on_the_publication_window(collapse, tmp_path, capsys, extra):
+    """Every cost_over_bound alert's bound equals `thors fit --n-test events` on the window the
+    published threshold was chosen from (found from published_at), to the bit."""
+    path, s, y = collapse
+    window = 200
+    _, recs = replay_log(path, tmp_path, *extra, window=window)
+    checked = 0
+    for prev, rec in itertools.pairwise(recs):
+        for alert in rec["alerts"]:
+            if alert["type"] != "cost_over_bound":
+                continue
+            # the alert is about the threshold live before this row: the previous record's
+            at = prev["published_at"]
+            lo = max(0, at - window)
+            win = tmp_path / "win.csv"
+            write_rows(win, ["score", "fraud"], zip(s[lo:at].tolist(), y[lo:at].astype(int).tolist()))
+            code, out, _ = run(["fit", win, "--score-col", "score", "--label-col", "fraud", "--fn-cost", 10,
+                                "--fp-cost", 1, "--min-per-class", 1, "--n-test", alert["events"], "--json"],
+                               capsys)
+            d = json.loads(out)
+            assert code == 0 and d["threshold"] == prev["threshold"]
+            assert d["bounds"]["cost_upper_exact"] == alert["bound"] < alert["realised_cost"]
+            checked += 1
+    assert checked >= 1
+
+
+def test_alert_is_raised_once_per_publication_and_log_lines_are_canonical_json(collapse, tmp_path):
+    path, _, _ = collapse
+    lines, recs = replay_log(path, tmp_path, "--every", 200, "--hysteresis", "1e9")
+    over = [r for r in recs if any(a["type"] == "cost_over_bound" for a in r["alerts"])]
+    assert len(over) == 1 and over[0]["event"] > 600
+    assert len({r["published_at"] for r in recs}) == 1
+    # the directly formatted lines are exactly json.dumps of their records
+    assert all(json.dumps(json.loads(line)) == line for line in lines)
+
+
+def _brute_exceeds(self, n_test, realised):
+    b = self.bound(n_test)  # the exact bound, computed at every row (equal to threshold_bounds': tested below)
+    return b if realised > b else None
+
+
+@pytest.mark.parametrize("fn,fp", [(1000, 1), (0.3, 1.7)])
+def test_monitor_log_equals_the_bound_recomputed_from_scratch_at_every_row(collapse, tmp_path, monkeypatch, fn, fp):
+    """The incremental check changes nothing: the same log as computing the bound at every row
+    (whole-number costs 1000:1, costs with no common unit)."""
+    path, _, _ = collapse
+    window = 150
+    fast, _ = replay_log(path, tmp_path, "--every", 3, window=window, fn=fn, fp=fp)
+    monkeypatch.setattr(bounds_mod.RealisedCostCheck, "exceeds", _brute_exceeds)
+    slow, _ = replay_log(path, tmp_path, "--every", 3, window=window, fn=fn, fp=fp)
+    assert fast == slow
+
+
+@settings(max_examples=20, deadline=None)
+@given(c0=st.integers(0, 300), c1=st.integers(1, 120), f0=st.floats(0, 1), f1=st.floats(0, 1),
+       costs=st.sampled_from([(10.0, 1.0), (1.0, 1.0), (1.0, 50.0), (2.5, 0.7), (1e6, 1.0)]),
+       prior=st.sampled_from([None, 0.05]), p_err=st.floats(0.0, 0.8), seed=st.integers(0, 2**16))
+def test_realised_cost_check_answers_as_the_bound_does(c0, c1, f0, f1, costs, prior, p_err, seed):
+    """RealisedCostCheck.exceeds(n, realised) is `realised > cost_upper_exact(n)` and returns that
+    bound, for realised costs that grow as errors arrive (the monitor's pattern)."""
+    k0, k1 = round(f0 * c0), round(f1 * c1)
+    fn, fp = costs
+    r = ThresholdResult(threshold=0.0, cost=0.0, n0=c0, n1=c1, k0=k0, k1=k1, count0=c0, count1=c1, count_k0=k0,
+                        count_k1=k1, fn_cost=fn, fp_cost=fp, class_prior=prior)
+    check, brute = RealisedCostCheck(r, 0.9), RealisedCostCheck(r, 0.9)
+    rng = np.random.default_rng(seed)
+    realised = 0.0
+    for n in range(1, 50):
+        if rng.random() < p_err:
+            realised += fn if rng.random() < 0.3 else fp
+        want = brute.bound(n)
+        if n in (1, 7, 49):
+            assert want == threshold_bounds(r, 0.9, n_test=n).cost_upper_exact
+        got = check.exceeds(n, realised)
+        assert got == (want if realised > want else None), (n, realised)
+
+
+def test_realised_cost_check_computes_the_bound_rarely():
+    """Well below the bound a run of checks is answered by certificates, not by the exact quantile."""
+    r = ThresholdResult(threshold=0.0, cost=0.0, n0=950, n1=50, k0=840, k1=13, count0=950, count1=50,
+                        count_k0=840, count_k1=13, fn_cost=10.0, fp_cost=1.0)
+    check = RealisedCostCheck(r, 0.95)
+    rate = 0.5 * threshold_bounds(r, 0.95).risk_upper  # half the bound's rate
+    for n in range(1, 3000):
+        assert check.exceeds(n, math.floor(rate * n)) is None
+    assert check.n_exact == 0
