@@ -119,7 +119,6 @@ _SCHEMA = {
     "meta": "CREATE TABLE meta(name TEXT PRIMARY KEY NOT NULL, value)",
     "pending": "CREATE TABLE pending(seq INTEGER PRIMARY KEY, k NOT NULL UNIQUE, kt TEXT, score REAL NOT NULL, "
                "fn REAL NOT NULL, fp REAL NOT NULL, seg TEXT, t REAL NOT NULL, nm INTEGER NOT NULL)",
-    "pending_t": "CREATE INDEX pending_t ON pending(t)",
     "learned": "CREATE TABLE learned(i INTEGER PRIMARY KEY, score REAL NOT NULL, y INTEGER NOT NULL, "
                "w REAL NOT NULL, t REAL, seg TEXT, nm INTEGER NOT NULL)",
     "checkpoint": "CREATE TABLE checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL, "
@@ -594,6 +593,22 @@ class PendingStore:
         conn = self._conn
         row = None
         if e is None:
+            if self.on_unknown == "count":  # one statement: found and deleted (a decision past the horizon too)
+                rows = conn.execute("DELETE FROM pending WHERE k=? RETURNING seq, k, kt, score, fn, fp, seg, t, nm",
+                                    (v,)).fetchall()
+                self._n_labels += 1
+                self._ops += 1
+                if not rows:
+                    self._unmatched += 1
+                    return None
+                e = tuple(rows[0])
+                self._pending -= 1
+                if self._expired(e[0], e[7]):
+                    self._evicted += 1
+                    self._unmatched += 1
+                    return None
+                self._matched += 1
+                return Pending(key, e[3], e[4], e[5], self._segment_of(e[6]), e[7], e[8], e[0])
             row = conn.execute("SELECT seq, k, kt, score, fn, fp, seg, t, nm FROM pending WHERE k=?",
                                (v,)).fetchone()
             if row is None:
@@ -751,8 +766,10 @@ class PendingStore:
                 self._pending -= len(rows) - added
         if self._age_n is not None:
             self._sweep(conn.execute("DELETE FROM pending WHERE seq < ?", (self._next_seq - 1 - self._age_n,)))
-        if self._age_s is not None and self._newest_t > -math.inf:
-            self._sweep(conn.execute("DELETE FROM pending WHERE t < ?", (self._newest_t - self._age_s,)))
+        if self._age_s is not None and self._newest_t > -math.inf:  # the oldest decisions, up to the first inside
+            cutoff = self._newest_t - self._age_s
+            first = conn.execute("SELECT seq FROM pending WHERE t >= ? ORDER BY seq LIMIT 1", (cutoff,)).fetchone()
+            self._sweep(conn.execute("DELETE FROM pending WHERE seq < ?", (first[0] if first else self._next_seq,)))
         if self.state_fn is not None and (checkpoint or self._n_logged >= self.checkpoint_every):
             data = self.state_fn()
             self._n_checkpoints += 1
@@ -853,7 +870,8 @@ class DecisionLoop:
     Everything is committed in batches and survives a restart (see :mod:`thors_stream.store`):
     ``DecisionLoop(path, ...)`` on an existing store resumes where its last commit left off,
     and refuses a store written with other settings. Close it (or use ``with``) to commit the
-    tail and write a checkpoint.
+    tail and write a checkpoint. Threads: one at a time (as river's models); the service
+    (:mod:`thors_stream.service`) serialises its requests on one event loop.
 
     Parameters
     ----------
@@ -1167,8 +1185,19 @@ class DecisionLoop:
         fn, fp = self._costs(fn_cost, fp_cost, where)
         s = self._score(score, fn, fp, where)
         seg = self._segment(segment, where)
+        store = self.store
+        try:
+            v, kt = db_key(key)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc}{where}") from None
+        tf = time.time() if t is None else check_time(t)
+        if (model_labels.__class__ is not int and (isinstance(model_labels, bool) or
+                                                  not isinstance(model_labels, (int, np.integer)))) or \
+                not 0 <= model_labels < 2**63:
+            raise ValueError(f"model_labels must be an integer >= 0, got {_show(model_labels)}{where}")
         thr = self.threshold_of(None if seg is _NO_SEGMENT else seg)
-        self.store.put(key, s, fn_cost=fn, fp_cost=fp, segment=seg, t=t, model_labels=model_labels)
+        store._check_open()
+        store._put(v, kt, s, fn, fp, store._segment_text(seg), tf, int(model_labels))
         flag = s > thr
         if flag:
             self.n_flagged += 1
