@@ -79,7 +79,7 @@ def test_parquet_null_times_name_the_file_and_row(tmp_path, capsys):
     ("columns", "needle"),
     [
         ({"score": ["a", "b"], "label": [1, 0]}, "the score column 'score' has type string; it must be numeric"),
-        ({"score": [0.1, 0.2], "label": [1.0, 0.0]}, "the label column 'label' has type double"),
+        ({"score": [0.1, 0.2], "label": [1.0, 0.5]}, "row 2: label must be 0/1/true/false, got 0.5"),
         ({"score": [0.1, 0.2], "label": [True, False], "w": ["x", "y"]}, "the weight column 'w' has type string"),
         ({"score": [0.1, 0.2], "label": [1, 2]}, "row 2: label must be 0/1/true/false, got 2"),
         ({"score": [0.1, 0.2], "label": ["1", "yes"]}, "row 2: label must be 0/1/true/false, got 'yes'"),

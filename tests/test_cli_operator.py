@@ -141,3 +141,167 @@ def test_realised_cost_check_computes_the_bound_rarely():
     for n in range(1, 3000):
         assert check.exceeds(n, math.floor(rate * n)) is None
     assert check.n_exact == 0
+
+
+# ------------------------------------------------------------------ 2. input as files really come
+ENGINES = ["python", "pyarrow"]
+FIT = ["--score-col", "score", "--label-col", "label", "--fn-cost", 5, "--fp-cost", 1, "--min-per-class", 1,
+       "--json"]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    rng = np.random.default_rng(4)
+    y = rng.random(400) < 0.3
+    s = np.round(rng.normal(1.5 * y, 1.0), 4)
+    text = "score,label\n" + "".join(f"{a},{int(b)}\n" for a, b in zip(s.tolist(), y.tolist()))
+    path = tmp_path_factory.mktemp("in") / "plain.csv"
+    path.write_text(text)
+    return path, text.encode()
+
+
+def fit_json(path, capsys, *extra):
+    code, out, err = run(["fit", path, *FIT, *extra], capsys)
+    assert code == 0, err
+    d = json.loads(out)
+    return d["threshold"], d["cost"], d["rows"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", ["d.csv.gz", "d.csv", "d.txt"])
+def test_gzip_is_read_by_its_magic_bytes_whatever_the_name(plain, tmp_path, capsys, engine, name):
+    import gzip
+
+    path, data = plain
+    want = fit_json(path, capsys, "--engine", engine)
+    gz = tmp_path / name
+    gz.write_bytes(gzip.compress(data))
+    assert fit_json(gz, capsys, "--engine", engine) == want
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_zstd_and_gzip_on_standard_input_and_gzipped_parquet(plain, tmp_path, capsys, monkeypatch, engine):
+    import gzip
+    import io
+
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    path, data = plain
+    want = fit_json(path, capsys, "--engine", engine)
+    zst = tmp_path / "d.zst"
+    with pa.output_stream(str(zst), compression="zstd") as f:
+        f.write(data)
+    assert fit_json(zst, capsys, "--engine", engine) == want
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(data))))
+    assert fit_json("-", capsys, "--engine", engine) == want
+    pq.write_table(pa.table({"score": np.loadtxt(path, delimiter=",", skiprows=1)[:, 0],
+                             "label": np.loadtxt(path, delimiter=",", skiprows=1)[:, 1].astype(int)}), tmp_path / "p")
+    (tmp_path / "p.gz").write_bytes(gzip.compress((tmp_path / "p").read_bytes()))
+    assert fit_json(tmp_path / "p.gz", capsys) == want
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_corrupt_or_truncated_compressed_input_is_one_line_naming_the_file(plain, tmp_path, capsys, engine):
+    import gzip
+
+    _, data = plain
+    for name, blob in (("t.csv.gz", gzip.compress(data)[:-40]), ("c.gz", b"\x1f\x8b\x08\x00" + b"\xff" * 200)):
+        p = tmp_path / name
+        p.write_bytes(blob)
+        code, out, err = run(["fit", p, *FIT, "--engine", engine], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1
+        assert f"{p}: gzip-compressed, but the compressed data is corrupt or truncated" in err
+
+
+@pytest.mark.parametrize(("blob", "what"), [
+    (b"BZh91AY&SY" + bytes(range(200)), "bzip2-compressed data"),
+    (b"\xfd7zXZ\x00\x00\x04" + bytes(100), "xz-compressed data"),
+    (b"PK\x03\x04\x14\x00\x06\x00" + bytes(100), "a ZIP archive (an .xlsx workbook is one)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + bytes(100), "an OLE2 document"),
+    (b"SQLite format 3\x00" + bytes(100), "an SQLite database"),
+    ("score,label\n0.1,1\n".encode("utf-16"), "UTF-16 text"),
+    (b"score,label\n0.1,1\n\x00\x01\x02\x03garbage", "binary data (NUL bytes"),
+    (bytes(range(1, 32)) * 40, "binary data (control bytes"),
+])
+def test_other_binary_or_compressed_files_are_refused_naming_what_they_look_like(tmp_path, capsys, blob, what):
+    import gzip
+
+    for name, data, inside in (("x.csv", blob, ""), ("x.csv.gz", gzip.compress(blob), "gzip-compressed, and the "
+                                                                                      "content ")):
+        p = tmp_path / name
+        p.write_bytes(data)
+        code, out, err = run(["fit", p, *FIT], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 400, err
+        assert f"{p}: not CSV or Parquet: {inside}looks like {what}" in err
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_labels_written_as_floats_are_accepted_exactly_other_floats_refused(tmp_path, capsys, engine):
+    p = tmp_path / "f.csv"
+    p.write_text("score,label\n0.9,1.0\n0.2,0.0\n0.4,1.00\n0.3,0\n")
+    ev_labels = [True, False, True, False]
+    from thors_stream.io import read_events
+
+    assert read_events(p, score_col="score", label_col="label", engine=engine).labels.tolist() == ev_labels
+    p.write_text("score,label\n0.9,1.0\n0.2,0.0\n0.4,0.5\n")
+    code, out, err = run(["fit", p, *FIT, "--engine", engine], capsys)
+    assert code == 2 and f"{p} line 4: label must be 0/1/true/false, got '0.5'" in err
+
+
+def test_parquet_float_labels_are_accepted_when_0_or_1(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    from thors_stream.io import InputError, read_events
+
+    p = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"score": [0.9, 0.2, 0.4], "label": [1.0, 0.0, 1.0]}), p)
+    assert read_events(p, score_col="score", label_col="label").labels.tolist() == [True, False, True]
+    pq.write_table(pa.table({"score": [0.9, 0.2, 0.4], "label": [1.0, float("nan"), 1.0]}), p)
+    with pytest.raises(InputError, match=r"row 2: label must be 0/1/true/false, got nan"):
+        read_events(p, score_col="score", label_col="label")
+    pq.write_table(pa.table({"score": [0.9, 0.2], "label": ["1.0", "1.00"]}), p)
+    assert read_events(p, score_col="score", label_col="label").labels.tolist() == [True, True]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_times_beyond_what_the_outputs_write_are_refused_when_read(tmp_path, capsys, engine):
+    p = tmp_path / "t.csv"
+    ok = "9999-12-31T23:59:59Z"
+    p.write_text(f"score,label,ts\n0.9,1,2024-01-01\n0.2,0,{ok}\n0.3,0,9999-12-31T23:00:00-05:00\n")
+    rep = ["replay", p, "--score-col", "score", "--label-col", "label", "--fn-cost", 5, "--fp-cost", 1,
+           "--window", 10, "--time-col", "ts", "--out", tmp_path / "o.csv", "--engine", engine]
+    code, out, err = run(rep, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert f"{p} line 4: time '9999-12-31T23:00:00-05:00' is outside the years 1 to 9999" in err
+    assert "(column 'ts')" in err and not (tmp_path / "o.csv").exists()
+    p.write_text("score,label,ts\n0.9,1,2024-01-01\n0.2,0,1e12\n")  # seconds beside date-times
+    code, out, err = run(rep, capsys)
+    assert code == 2 and f"{p} line 3: time '1e12' is outside the years 1 to 9999 in UTC" in err
+    p.write_text(f"score,label,ts\n0.9,1,0001-01-01T00:00:00Z\n0.2,0,{ok}\n")  # the two ends are written
+    code, out, err = run(rep, capsys)
+    rows = list(csv_rows(tmp_path / "o.csv"))
+    assert code == 0 and [r["time"] for r in rows] == ["0001-01-01T00:00:00Z", ok]
+
+
+def csv_rows(path):
+    import csv
+
+    with open(path) as f:
+        yield from csv.DictReader(f)
+
+
+def test_parquet_timestamp_and_date_extremes_are_refused_naming_row_and_column(tmp_path, capsys):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    rep = ["replay", p, "--score-col", "score", "--label-col", "label", "--fn-cost", 5, "--fp-cost", 1,
+           "--window", 10, "--time-col", "ts", "--out", tmp_path / "o.csv"]
+    for ts in (pa.array([0, 2**52], pa.timestamp("s")), pa.array([0, -(2**31)], pa.date32()),
+               pa.array(["2024-01-01", "9999-12-31T23:30:00-01:00"])):
+        pq.write_table(pa.table({"score": [0.1, 0.2], "label": [1, 0], "ts": ts}), p)
+        code, out, err = run(rep, capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"{p} row 2: time " in err and "outside the years 1 to 9999" in err and "(column 'ts')" in err

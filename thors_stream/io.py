@@ -4,21 +4,35 @@ One set of rules, the same whichever reader runs (``engine``):
 
 * **Input**: a regular file, or ``-`` for standard input (read to its end first).
   A directory, FIFO, device or socket is refused before it is opened (no blocking).
+* **Compression**: gzip (magic bytes ``1f 8b``) and zstd (``28 b5 2f fd``; decompressed by
+  pyarrow's codec, the ``parquet`` extra) are read transparently, found by their magic
+  bytes whatever the file is called, from a file or standard input, by either engine; a
+  corrupt or truncated stream is refused naming the file.
 * **Format**: Parquet when the content starts with the magic bytes ``PAR1``, whatever
   the file is called; anything else is CSV with a header line. A file named
-  ``*.parquet``/``*.pq`` without the magic is refused.
+  ``*.parquet``/``*.pq`` without the magic is refused. Content that is neither is refused
+  with what it looks like: another compression (bzip2, xz, LZ4, .Z), an archive (ZIP or
+  .xlsx, 7-Zip, RAR, tar), an old .xls, Arrow/Feather, Avro, SQLite, HDF5, NumPy, PDF or
+  image file, UTF-16 text, or binary data (NUL or control bytes in its first 4 KiB).
 * **CSV**: UTF-8 (a byte-order mark is skipped); a used field that is not UTF-8 is
   refused, naming the line. No field may be longer than :data:`FIELD_LIMIT` characters
   (the standard library's limit), in any column. Blank lines are skipped; a row may have
   more fields than the header, not fewer.
 * **Labels**: exactly ``0``, ``1``, ``true``, ``false`` (any case, surrounding spaces
-  ignored); ``yes``, ``no``, ``t``, ``1.0``, empty are refused. A Parquet label column may
-  also be boolean or integer 0/1; a float label column is refused.
+  ignored), and ``0.0``/``1.0`` (also ``1.00``: what pandas writes for a float column);
+  ``yes``, ``no``, ``t``, ``0.5``, ``1e0``, empty are refused. A Parquet label column may
+  also be boolean, integer 0/1 or float 0.0/1.0 (any other value, NaN included, is refused
+  naming the row).
 * **Scores, weights, costs**: finite numbers; weights and per-event costs > 0 (an error
   names the column); with ``probability=True`` scores lie in ``[0, 1]``.
 * **Times**: a number of seconds, or an ISO 8601 date or date-time. A date-time without a
   UTC offset is **UTC** (never the machine's local time zone, so ``TZ`` does not matter).
-  Parquet timestamps (naive ones are UTC too), dates and numbers are read as such.
+  Parquet timestamps (naive ones are UTC too), dates and numbers are read as such. When the
+  file has date-times, every time must lie in the years 1 to 9999 once converted to UTC
+  (:data:`TIME_MIN`, :data:`TIME_MAX`: what the outputs can write as a date-time);
+  ``9999-12-31T23:00:00-05:00`` (year 10000 in UTC), a Parquet timestamp or date beyond
+  those years, or a number of seconds beside date-times beyond them is refused when read,
+  naming the file, the line or row, and the column.
 * **Nulls** (empty Parquet values) are refused, naming the row.
 
 The standard-library reader is the reference. When ``pyarrow`` is installed (the
@@ -36,6 +50,7 @@ import datetime as dt
 import io
 import math
 import os
+import re
 import stat
 import sys
 from dataclasses import dataclass
@@ -43,13 +58,18 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["FIELD_LIMIT", "Events", "InputError", "read_events"]
+__all__ = ["FIELD_LIMIT", "TIME_MAX", "TIME_MIN", "Events", "InputError", "read_events"]
 
 FIELD_LIMIT = 131_072
 """Longest CSV field accepted, in characters (Python's ``csv.field_size_limit()`` default)."""
 
-_LABELS = {"0": False, "1": True, "false": False, "true": True}
-_LABEL_RULE = "label must be 0/1/true/false"
+_LABELS = {"0": False, "1": True, "false": False, "true": True, "0.0": False, "1.0": True}
+_LABEL_RULE = "label must be 0/1/true/false"  # (0.0 and 1.0 are 0 and 1 written as floats)
+_FLOAT_LABEL = re.compile(r"([01])\.0+")  # 1.0, 1.00: what pandas writes for a float column of 0/1
+TIME_MIN = -62135596800.0
+"""Earliest time the outputs can write as a date-time: 0001-01-01T00:00:00Z, in seconds since the epoch."""
+TIME_MAX = 253402300799.999
+"""Latest time the outputs can write as a date-time: 9999-12-31T23:59:59.999Z."""
 _UTC = dt.timezone.utc
 _PARQUET_MAGIC = b"PAR1"
 
@@ -91,28 +111,155 @@ class _Fallback(Exception):
     """The pyarrow CSV path met something only the reference reader handles exactly."""
 
 
+_COMPRESSED = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd"}
+"""Magic bytes of the compressions read transparently, and their names."""
+
+
+def _compression(magic: bytes) -> str | None:
+    """``"gzip"``, ``"zstd"`` or ``None``, from a file's first four bytes."""
+    return _COMPRESSED.get(magic[:2]) or _COMPRESSED.get(magic[:4])
+
+
+_SNIFF = 4096  # bytes of content looked at to recognise a format
+_DECOMPRESS_FIRST = "decompress it first and read standard input: {tool} -dc FILE | thors ... -"
+_NOT_CSV: list[tuple[bytes, str, str]] = [  # magic bytes, what the file looks like, what to do
+    (b"BZh", "bzip2-compressed data", _DECOMPRESS_FIRST.format(tool="bzip2")),
+    (b"\xfd7zXZ\x00", "xz-compressed data", _DECOMPRESS_FIRST.format(tool="xz")),
+    (b"\x04\x22\x4d\x18", "LZ4-compressed data", _DECOMPRESS_FIRST.format(tool="lz4")),
+    (b"\x1f\x9d", "compress (.Z) data", _DECOMPRESS_FIRST.format(tool="gzip")),
+    (b"\x1f\x8b", "gzip data inside compressed data (compressed twice)", "decompress the outer layer first"),
+    (b"\x28\xb5\x2f\xfd", "zstd data inside compressed data (compressed twice)", "decompress the outer layer first"),
+    (b"PK\x03\x04", "a ZIP archive (an .xlsx workbook is one)",
+     "extract the CSV (unzip -p FILE NAME | thors ... -) or export the sheet as CSV"),
+    (b"PK\x05\x06", "an empty ZIP archive", "extract the CSV or export the sheet as CSV"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive", "extract the CSV first"),
+    (b"Rar!\x1a\x07", "a RAR archive", "extract the CSV first"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an OLE2 document (an old .xls workbook?)", "export the sheet as CSV"),
+    (b"ARROW1", "an Arrow IPC (Feather) file", "write it as Parquet or CSV"),
+    (b"Obj\x01", "an Avro file", "write it as Parquet or CSV"),
+    (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV"),
+    (b"%PDF-", "a PDF document", "give the data as CSV or Parquet"),
+    (b"\x89HDF\r\n\x1a\n", "an HDF5 file", "write the table as Parquet or CSV"),
+    (b"\x93NUMPY", "a NumPy .npy array", "write it as CSV (numpy.savetxt) or Parquet"),
+    (b"\x89PNG", "a PNG image", "give the data as CSV or Parquet"),
+    (b"\xff\xd8\xff", "a JPEG image", "give the data as CSV or Parquet"),
+    (b"\xff\xfe", "UTF-16 text (little-endian)", "save it as UTF-8 (iconv -f UTF-16 -t UTF-8 FILE | thors ... -)"),
+    (b"\xfe\xff", "UTF-16 text (big-endian)", "save it as UTF-8 (iconv -f UTF-16 -t UTF-8 FILE | thors ... -)"),
+]
+
+
+def _check_text(name: str, head: bytes, compression: str | None) -> None:
+    """Refuse content that is not CSV text (the first bytes of a file that is not Parquet): a
+    known binary or compressed format named, or binary data (NUL or control bytes). O(len(head))."""
+    inside = f"{compression}-compressed, and the content " if compression else ""
+    start = repr(head[:16]) + ("..." if len(head) > 16 else "")
+    for magic, what, todo in _NOT_CSV:
+        if head.startswith(magic):
+            if magic == b"BZh" and not head[3:4].isdigit():
+                continue
+            raise InputError(f"{name}: not CSV or Parquet: {inside}looks like {what} (it starts with {start}); {todo}")
+    if head[257:262] == b"ustar":
+        raise InputError(f"{name}: not CSV or Parquet: {inside}looks like a tar archive; extract the CSV first "
+                         "(tar -xOf FILE NAME | thors ... -)")
+    controls = sum(head.count(bytes([c])) for c in range(32) if c not in (9, 10, 12, 13))
+    nul = b"\x00" in head
+    if nul or controls > len(head) // 100:
+        raise InputError(f"{name}: not CSV or Parquet: {inside}looks like binary data ({'NUL' if nul else 'control'} "
+                         f"bytes; it starts with {start}); give the data as CSV text (UTF-8) or Parquet")
+
+
+class _Decompressed(io.RawIOBase):
+    """A decompressing byte stream whose corrupt or truncated data raises :class:`InputError`
+    naming the file (instead of a decompressor's exception at some later read)."""
+
+    def __init__(self, stream: Any, name: str, kind: str) -> None:
+        super().__init__()
+        self._f, self._name, self._kind = stream, name, kind
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        import zlib
+
+        try:
+            data = self._f.read(len(b))
+        except (OSError, EOFError, ValueError, zlib.error) as exc:
+            raise InputError(f"{self._name}: {self._kind}-compressed, but the compressed data is corrupt or "
+                             f"truncated ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self) -> None:
+        try:
+            self._f.close()
+        finally:
+            super().close()
+
+
+def _zstd_stream(raw: Any, name: str) -> Any:
+    """A zstd-decompressing stream over ``raw`` (pyarrow's codec), or :class:`InputError` saying what is needed."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        raise InputError(f"{name}: zstd-compressed; reading zstd needs pyarrow: pip install 'thors_stream[parquet]' "
+                         "(or decompress it first: zstd -dc FILE | thors ... -)") from None
+    return pa.input_stream(pa.PythonFile(raw, mode="r"), compression="zstd")
+
+
 @dataclass(frozen=True)
 class _Source:
-    """Where the bytes come from: a regular file (``path``) or standard input (``data``)."""
+    """Where the bytes come from: a regular file (``path``) or standard input (``data``), and
+    how they are compressed (``compression``: ``"gzip"``, ``"zstd"`` or ``None``, from the magic bytes)."""
 
     name: str
     path: str | None = None
     data: bytes | None = None
+    compression: str | None = None
 
-    def open(self) -> IO[bytes]:
+    def raw(self) -> IO[bytes]:
+        """The bytes as given (compressed for a compressed file)."""
         return io.BytesIO(self.data) if self.data is not None else open(self.path, "rb")  # type: ignore[arg-type]
 
+    def open(self) -> IO[bytes]:
+        """The content (decompressed)."""
+        raw = self.raw()
+        if self.compression is None:
+            return raw
+        import gzip
+
+        try:
+            gz = self.compression == "gzip"
+            inner = gzip.GzipFile(fileobj=raw, mode="rb") if gz else _zstd_stream(raw, self.name)
+        except BaseException:
+            raw.close()
+            raise
+        return io.BufferedReader(_Decompressed(inner, self.name, self.compression), 1 << 16)
+
     def head(self, n: int) -> bytes:
-        if self.data is not None:
+        if self.data is not None and self.compression is None:
             return self.data[:n]
         with self.open() as f:
             return f.read(n)
 
     def arrow(self) -> Any:
-        """A pyarrow-readable source (path or buffer)."""
+        """A pyarrow-readable stream of the content (decompressed by pyarrow's codecs)."""
         import pyarrow as pa
 
-        return pa.BufferReader(self.data) if self.data is not None else self.path
+        base = pa.BufferReader(self.data) if self.data is not None else self.path
+        if self.compression is None:
+            return base
+        return pa.input_stream(base, compression=self.compression)
+
+    def arrow_file(self) -> Any:
+        """A random-access pyarrow file of the content (a compressed input is decompressed into memory)."""
+        import pyarrow as pa
+
+        if self.compression is None:
+            return self.arrow()
+        with self.open() as f:
+            return pa.BufferReader(f.read())
 
 
 def _open_source(path: str) -> _Source:
@@ -123,7 +270,7 @@ def _open_source(path: str) -> _Source:
             raise InputError("-: there is no standard input")
         buf = getattr(stdin, "buffer", None)
         data = buf.read() if buf is not None else stdin.read().encode("utf-8", "surrogateescape")
-        return _Source("<stdin>", data=data)
+        return _Source("<stdin>", data=data, compression=_compression(data[:4]))
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -134,7 +281,12 @@ def _open_source(path: str) -> _Source:
         raise InputError(f"{path}: is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{path}: not a regular file (a FIFO, device or socket); use - to read standard input")
-    return _Source(path, path=path)
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    return _Source(path, path=path, compression=_compression(magic))
 
 
 def _show(text: str, limit: int = 40) -> str:
@@ -158,7 +310,10 @@ def _bad(text: str, what: str, why: str) -> ValueError:
 
 
 def _label(text: str) -> bool:
-    v = _LABELS.get(text.strip().lower())
+    t = text.strip().lower()
+    v = _LABELS.get(t)
+    if v is None and (m := _FLOAT_LABEL.fullmatch(t)) is not None:
+        v = m.group(1) == "1"
     if v is None:
         raise _bad(text, "label", f"{_LABEL_RULE}, got {_show(text)}")
     return v
@@ -191,7 +346,16 @@ def _time(text: str) -> tuple[float, bool]:
         raise _bad(text, "time", f"time is neither seconds nor an ISO 8601 date-time: {_show(text)}") from None
     if d.tzinfo is None:
         d = d.replace(tzinfo=_UTC)
-    return d.timestamp(), True
+    ts = d.timestamp()
+    if not TIME_MIN <= ts <= TIME_MAX:
+        raise ValueError(f"time {_show(text)} is outside the years 1 to 9999 once converted to UTC, which the "
+                         "outputs (UTC date-times) cannot write")
+    return ts, True
+
+
+def _far_message(shown: str) -> str:
+    return (f"time {shown} is outside the years 1 to 9999 in UTC; the file has date-times, so every time is "
+            "written as one, and this one cannot be")
 
 
 def _columns(header: list[str], wanted: dict[str, str | None], name: str) -> dict[str, int]:
@@ -252,6 +416,7 @@ def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None], probab
             y: list[bool] = []
             t: list[float] = []
             dates = False
+            far: tuple[int, str] | None = None  # the first time in seconds that no date-time can write
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
                     continue  # blank line
@@ -276,15 +441,22 @@ def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None], probab
                             raise ValueError("the segment field is not valid UTF-8")
                         g.append(row[gi].strip())
                     if ti is not None:
-                        tv, isdate = _time(row[ti])
+                        try:
+                            tv, isdate = _time(row[ti])
+                        except ValueError as exc:
+                            raise ValueError(f"{exc} (column {wanted['time']!r})") from None
                         t.append(tv)
                         dates = dates or isdate
+                        if far is None and not TIME_MIN <= tv <= TIME_MAX:
+                            far = (reader.line_num, row[ti])
                 except ValueError as exc:
                     raise InputError(f"{name} line {reader.line_num}: {exc}") from None
         except csv.Error as exc:
             raise _csv_error(name, reader.line_num, exc) from None
     if not s:
         raise InputError(f"{name}: no data rows")
+    if dates and far is not None:
+        raise InputError(f"{name} line {far[0]}: {_far_message(_show(far[1]))} (column {wanted['time']!r})")
     extra = {role: np.array(vals, dtype=np.float64) for role, _, vals in positive_cols}
     return Events(
         np.array(s, dtype=np.float64), np.array(y, dtype=bool),
@@ -343,7 +515,7 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None], probability: bo
     si, yi, ti = idx["score"], idx["label"], idx.get("time")
     positive_cols = [(role, idx[role]) for role in ("weight", "fn_cost", "fp_cost") if role in idx]
     gi = idx.get("segment")
-    label_keys = pa.array(["0", "false", "1", "true"])
+    label_keys = pa.array(["0", "false", "0.0", "1", "true", "1.0"])  # (other spellings: the reference decides)
     convert = pacsv.ConvertOptions(column_types={h: pa.binary() for h in header}, strings_can_be_null=False)
     parts: dict[str, list[np.ndarray]] = {"s": [], "y": [], "t": [], "g": [], "weight": [], "fn_cost": [],
                                           "fp_cost": []}
@@ -362,7 +534,7 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None], probability: bo
         if pos.null_count:
             raise _Fallback
         parts["s"].append(s)
-        parts["y"].append(pos.to_numpy(zero_copy_only=False) >= 2)
+        parts["y"].append(pos.to_numpy(zero_copy_only=False) >= 3)
         for role, ci in positive_cols:
             w = pc.cast(batch.column(ci), pa.float64()).to_numpy(zero_copy_only=False)
             if not (np.isfinite(w) & (w > 0)).all():
@@ -379,6 +551,8 @@ def _read_csv_arrow(src: _Source, wanted: dict[str, str | None], probability: bo
             dates = dates or isdate
     if not parts["s"] or not sum(len(a) for a in parts["s"]):
         raise _Fallback
+    if dates and any(((a < TIME_MIN) | (a > TIME_MAX)).any() for a in parts["t"]):
+        raise _Fallback  # a time no date-time can write: the reference reader names its line
 
     def cat(key: str) -> np.ndarray:
         return np.concatenate(parts[key]).astype(np.float64, copy=False)
@@ -399,7 +573,7 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None], probability: bool
     name = src.name
     cols = list(dict.fromkeys(c for c in wanted.values() if c is not None))
     try:
-        pf = pq.ParquetFile(src.arrow())
+        pf = pq.ParquetFile(src.arrow_file())
         names = pf.schema_arrow.names
         _columns(names, wanted, name)
         table = pf.read(columns=cols)
@@ -457,15 +631,23 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None], probability: bool
         if bad.any():
             raise where(bad, f"{_LABEL_RULE}, got {ya[bad][0].item()!r}")
         y = ya == 1
+    elif pa.types.is_floating(lab.type):  # what pandas writes for a column of 0/1 with a missing value once
+        yf = lab.to_numpy(zero_copy_only=False)
+        bad = (yf != 0.0) & (yf != 1.0)
+        if bad.any():
+            raise where(bad, f"{_LABEL_RULE}, got {yf[bad][0].item()!r}")
+        y = yf == 1.0
     elif pa.types.is_string(lab.type) or pa.types.is_large_string(lab.type):
         pos = pc.index_in(pc.utf8_lower(pc.utf8_trim_whitespace(lab)),
-                          value_set=pa.array(["0", "false", "1", "true"])).to_numpy(zero_copy_only=False)
-        bad = np.isnan(pos.astype(np.float64))
-        if bad.any():
-            raise where(bad, f"{_LABEL_RULE}, got {_show(lab[int(np.flatnonzero(bad)[0])].as_py())}")
-        y = pos >= 2
+                          value_set=pa.array(["0", "false", "0.0", "1", "true", "1.0"])).to_numpy(zero_copy_only=False)
+        y = pos >= 3
+        for i in np.flatnonzero(np.isnan(pos.astype(np.float64))).tolist():  # other spellings (1.00): the CSV rule
+            try:
+                y[i] = _label(lab[i].as_py())
+            except ValueError as exc:
+                raise InputError(f"{name} row {i + 1}: {exc}") from None
     else:
-        raise wrong_type("label", lab, "labels must be boolean, integer 0/1 or text 0/1/true/false")
+        raise wrong_type("label", lab, "labels must be boolean, integer 0/1, float 0.0/1.0 or text 0/1/true/false")
     pos_cols: dict[str, np.ndarray] = {}
     for role in ("weight", "fn_cost", "fp_cost"):
         if wanted.get(role):
@@ -491,13 +673,21 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None], probability: bool
     if wanted.get("time"):
         col = column("time")
         typ = col.type
-        if pa.types.is_timestamp(typ):  # stored as UTC; a naive timestamp is taken as UTC
-            t = col.cast(pa.int64()).to_numpy(zero_copy_only=False) / {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[
-                typ.unit]
+        if pa.types.is_timestamp(typ) or pa.types.is_date(typ):  # a naive timestamp is taken as UTC
+            if pa.types.is_timestamp(typ):
+                raw = col.cast(pa.int64()).to_numpy(zero_copy_only=False)
+                t = raw / {"s": 1, "ms": 1e3, "us": 1e6, "ns": 1e9}[typ.unit]
+                unit = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}[typ.unit]
+            else:
+                raw = col.cast(pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False)
+                t, unit = raw * 86400.0, "days"
             dates = True
-        elif pa.types.is_date(typ):
-            t = col.cast(pa.date32()).cast(pa.int32()).to_numpy(zero_copy_only=False) * 86400.0
-            dates = True
+            far = (t < TIME_MIN) | (t > TIME_MAX)
+            if far.any():
+                i = int(np.flatnonzero(far)[0])
+                raise InputError(f"{name} row {i + 1}: time {raw[i].item()} {unit} since 1970-01-01 ({typ}) is outside "
+                                 f"the years 1 to 9999, which the outputs (UTC date-times) cannot write "
+                                 f"(column {wanted['time']!r})")
         elif numeric(col):
             t = numbers("time")
         elif pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -506,10 +696,15 @@ def _read_parquet(src: _Source, wanted: dict[str, str | None], probability: bool
                 try:
                     tv, isdate = _time(text)
                 except ValueError as exc:
-                    raise InputError(f"{name} row {i + 1}: {exc}") from None
+                    raise InputError(f"{name} row {i + 1}: {exc} (column {wanted['time']!r})") from None
                 vals.append(tv)
                 dates = dates or isdate
             t = np.array(vals, dtype=np.float64)
+            far = (t < TIME_MIN) | (t > TIME_MAX)
+            if dates and far.any():
+                i = int(np.flatnonzero(far)[0])
+                raise InputError(f"{name} row {i + 1}: {_far_message(_show(col[i].as_py()))} "
+                                 f"(column {wanted['time']!r})")
         else:
             raise wrong_type("time", col, "times must be numbers of seconds, timestamps, dates or ISO 8601 text")
     if s.shape[0] == 0:
@@ -534,8 +729,9 @@ def read_events(
 ) -> Events:
     """Read scores, labels (and weights, times) from a CSV (with a header) or Parquet file.
 
-    ``path`` is a regular file or ``"-"`` for standard input. The format is found from the
-    content (Parquet starts with ``PAR1``). Labels are exactly 0/1/true/false (any case);
+    ``path`` is a regular file or ``"-"`` for standard input, gzip- or zstd-compressed or not.
+    The format is found from the content (Parquet starts with ``PAR1``; other formats are
+    refused, named). Labels are exactly 0/1/true/false (any case) or 0.0/1.0;
     times seconds or ISO 8601 (a date-time without offset is UTC). ``engine``: ``"auto"``
     (pyarrow when installed), ``"python"`` (standard library) or ``"pyarrow"`` for CSV; both
     accept the same files and give the same numbers (see the module docstring for the
@@ -579,17 +775,21 @@ def _sha256(src: _Source) -> str:
     if src.data is not None:
         h.update(src.data)
     else:
-        with src.open() as f:
+        with src.raw() as f:
             for block in iter(lambda: f.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
 
 
 def _read(src: _Source, wanted: dict[str, str | None], engine: str, probability: bool = False) -> Events:
-    """Dispatch to the Parquet, pyarrow CSV or reference CSV reader."""
-    parquet = src.head(len(_PARQUET_MAGIC)) == _PARQUET_MAGIC
+    """Dispatch to the Parquet, pyarrow CSV or reference CSV reader (after refusing content that
+    is neither: another format, compressed or not, or binary data)."""
+    head = src.head(_SNIFF)
+    parquet = head[: len(_PARQUET_MAGIC)] == _PARQUET_MAGIC
     if not parquet and src.name.lower().endswith((".parquet", ".pq")):
         raise InputError(f"{src.name}: not a Parquet file (it does not start with PAR1)")
+    if not parquet:
+        _check_text(src.name, head, src.compression)
     if parquet or engine == "pyarrow":
         if not _have_pyarrow():
             what = "Parquet" if parquet else "with engine=pyarrow"
