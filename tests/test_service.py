@@ -10,19 +10,21 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
-from fastapi.testclient import TestClient
+with warnings.catch_warnings():  # (newer Starlette warns about httpx in its test client)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient
 
 from thors_stream import MarginThors, StreamingThors
 from thors_stream.segments import SegmentedStreamingThors
 from thors_stream.service import ServiceSettings, create_app
 from thors_stream.store import DecisionLoop
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 TOKEN = "s3cret-token-of-32-characters-xx"
 
 

@@ -301,9 +301,11 @@ def create_app(settings: ServiceSettings) -> "FastAPI":
         return _json({"error": {"field": "server", "message": f"internal error: {type(exc).__name__}"}}, 500)
 
     def _auth(request: Any) -> None:
+        _check_token(request.headers.get("authorization", ""))
+
+    def _check_token(given: str) -> None:
         if settings.token is None:
             return
-        given = request.headers.get("authorization", "")
         scheme, _, token = given.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), settings.token.encode()):
             raise _BadRequest(401, "Authorization", "a bearer token is required (Authorization: Bearer <token>)"
@@ -424,6 +426,65 @@ def create_app(settings: ServiceSettings) -> "FastAPI":
             return _json(work(obj))
         except _BadRequest as exc:
             return _error(exc)
+
+    routes: dict[str, Callable[[Any], dict[str, Any]]] = {"/v1/decide": decide_batch, "/v1/labels": label_batch}
+
+    async def raw(scope: Any, receive: Any, send: Any, work: Callable[[Any], dict[str, Any]]) -> None:
+        """The two batched routes served straight from ASGI (the same checks and answers as the
+        FastAPI routes below, which document them, without their per-request machinery)."""
+        extra: list[tuple[bytes, bytes]] = []
+        try:
+            auth, length = b"", None
+            for k, v in scope["headers"]:
+                if k == b"authorization":
+                    auth = v
+                elif k == b"content-length":
+                    length = v
+            _check_token(auth.decode("latin-1"))
+            limit = settings.max_body_bytes
+            if length is not None and (not length.isdigit() or int(length) > limit):
+                raise _BadRequest(413, "body", f"is larger than {limit} bytes")
+            chunks, size = [], 0
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    return
+                chunk = msg.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise _BadRequest(413, "body", f"is larger than {limit} bytes")
+                chunks.append(chunk)
+                if not msg.get("more_body", False):
+                    break
+            status, payload = 200, json.dumps(work(_parse(b"".join(chunks))), allow_nan=False, separators=(",", ":"))
+        except _BadRequest as exc:
+            state["errors"][{400: "malformed", 401: "auth", 413: "too_large"}.get(exc.status, "validation")] += 1
+            if exc.status == 401:
+                extra.append((b"www-authenticate", b"Bearer"))
+            status = exc.status
+            payload = json.dumps({"error": {"field": exc.field, "message": exc.message}}, separators=(",", ":"))
+        except Exception as exc:  # pragma: no cover - a bug or a failing disk
+            state["errors"]["internal"] += 1
+            status = 500
+            payload = json.dumps({"error": {"field": "server", "message": f"internal error: {type(exc).__name__}"}})
+        body = payload.encode()
+        await send({"type": "http.response.start", "status": status, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]})
+        await send({"type": "http.response.body", "body": body})
+
+    class FastPath:
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["method"] == "POST":
+                work = routes.get(scope["path"])
+                if work is not None:
+                    await raw(scope, receive, send, work)
+                    return
+            await self.app(scope, receive, send)
+
+    app.add_middleware(FastPath)
 
     @app.post("/v1/decide", openapi_extra=_body(_decide_schema(seg_field, margin)),
               responses=_responses(_DECISIONS_SCHEMA), summary="Decide on events and store them as pending")
