@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 with warnings.catch_warnings():  # (newer Starlette warns about httpx in its test client)
-    warnings.simplefilter("ignore", DeprecationWarning)
+    warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
 from thors_stream import MarginThors, StreamingThors

@@ -499,3 +499,17 @@ def test_a_process_killed_mid_stream_loses_only_its_uncommitted_tail(tmp_path):
         assert [a.tolist() for a in loop.thors.held()] == [a.tolist() for a in ref.held()]
         assert sorted(loop.store.keys()) == sorted(pending)
         assert loop.store.n_checkpoints >= 1  # the state came from a checkpoint plus the replayed log
+
+
+def test_the_replayed_log_takes_every_weight_a_label_may_carry(tmp_path):
+    path = tmp_path / "p.sqlite"
+    settings_ = dict(fn_cost=1e10, fp_cost=1e10, window=10, warm_up=0)
+    loop = DecisionLoop(path, **settings_)
+    for i, w in enumerate([1e-295, 1.0, 3.0]):  # 1e-295 is below 2**-960, its products with the costs are not
+        loop.decide(i, i / 4, t=0.0)
+        loop.label(i, i % 2, w=w)
+    want = [a.tolist() for a in loop.thors.held()]
+    loop.commit()
+    loop.store.abandon()  # no checkpoint: the three events are replayed from the log
+    with DecisionLoop(path, **settings_) as again:
+        assert [a.tolist() for a in again.thors.held()] == want

@@ -44,11 +44,12 @@ refused with ``ValueError`` naming the path. A store reopened by a loop with oth
 refused, naming both.
 
 **Horizon.** ``max_pending_age`` bounds how long a decision waits for its label: an ``int``
-``N`` evicts a decision once ``N`` later decisions were made; a ``timedelta`` evicts it once a
-decision ``max_pending_age`` newer (by the decision times ``t``) was made. Eviction is a rule,
-not a race: a label for a decision past the horizon is unmatched (and counted evicted) whenever
-it comes; the rows are deleted at commits. ``None`` (the default) keeps every decision until
-its label comes.
+``N`` evicts a decision once more than ``N`` decisions were made after it; a ``timedelta`` evicts
+it once a decision more than ``max_pending_age`` newer (by the decision times ``t``) was made.
+Eviction is a rule, not a race: a label for a decision past the horizon is unmatched (and
+counted evicted) whenever it comes; the rows are deleted at commits (by the time horizon: the
+oldest decisions, up to the first one inside it). ``None`` (the default) keeps every decision
+until its label comes.
 
 **Unknown keys.** A label whose key was never decided, already labelled or evicted follows
 ``on_unknown``: ``"count"`` (the default: counted in :attr:`PendingStore.unmatched`, ``False``
@@ -713,7 +714,7 @@ class PendingStore:
     def restore(self) -> tuple[bytes | None, list[tuple[float, int, float, float | None, Any, int]]]:
         """``(checkpoint bytes or None, events logged after it)``: what the owner resumes from.
         The events are ``(score, y, w, t, segment, model_labels)`` in the order logged, each
-        checked (finite score, ``y`` 0 or 1, weight in ``[2**-960, 2**960]``, ...): a bad one
+        checked (finite score, ``y`` 0 or 1, weight in ``(0, 2**960]``, ...): a bad one
         raises ``ValueError`` naming the store. O(checkpoint + logged events)."""
         self._check_open()
         row = self._conn.execute("SELECT n, data FROM checkpoint WHERE id=1").fetchone()
@@ -724,7 +725,7 @@ class PendingStore:
         out = []
         for i, s, y, w, t, seg, nm in rows:
             if type(s) is not float or not math.isfinite(s) or y not in (0, 1) or type(y) is not int or \
-                    type(w) is not float or not MIN_WEIGHTED_COST <= w <= MAX_WEIGHTED_COST or \
+                    type(w) is not float or not 0.0 < w <= MAX_WEIGHTED_COST or \
                     (t is not None and (type(t) is not float or not math.isfinite(t))) or \
                     type(nm) is not int or nm < 0:
                 raise ValueError(f"{self._where} is invalid: learned event {i} is {(s, y, w, t, nm)!r}"[:400])
