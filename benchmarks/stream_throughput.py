@@ -28,12 +28,37 @@ read by one descent to the rank the constraint needs, see the speed page). The p
 engine's figures are the recorded run in ``benchmarks/results/stream_throughput.md`` of
 the treap engine (commit a867962), quoted, not re-run.
 
+**Peers** (a third table): what a user could write instead of ``update_many`` for the same
+stream, measured in the same run and each checked to give the library's threshold after every
+pass (thresholds equal, exactly). Each row alternates passes of the library and of the peer
+over the same batches (five of each; a pass times eight batches and takes their median) and
+divides their best; ``lib/peer`` below 1 means the library is faster.
+
+- *numpy histogram over precomputed score ranks* (window 1e6, uniform scores, 10k batches,
+  once the window has turned over): every score of the stream ranked in advance
+  (``np.unique`` + ``np.searchsorted`` over the whole stream, not timed); per batch
+  ``np.add.at`` of the new events' and the expired events' ranks into per-rank class counts,
+  then the cost of every candidate from their cumulative sums and its first minimum. The
+  same with one histogram of ``fn_cost * n1 - fp_cost * n0`` per rank and one cumulative
+  sum (a cost histogram) is the second peer of that row.
+- *online numpy histogram over the possible values* (window 1e6, 10k batches): scores
+  rounded to 3 decimals (1,001 values) or integer risk points (0 to 1,000); the grid is
+  known in advance, each batch's grid indices are computed from its scores
+  (``np.rint(s * 1000)``), counted per class with ``np.bincount`` and kept in a ring of
+  the window's indices and labels, whose expired part is counted out the same way.
+- *recompute*: ``thors_threshold`` on the window's events after each batch, for a batch at
+  least as long as the window (it replaces the whole window).
+- *sortedcontainers scan*: a ``SortedDict`` from score to class counts, updated event by
+  event, and a scan of the prefix costs in key order after each batch (too slow at 1e6
+  distinct scores for five passes: one pass of two batches there).
+
 Timings are the median of per-chunk means (500 events a chunk), best of three passes,
 so a stray pause does not move them; the machine's other load still does. A ratio takes
 five passes of each side, alternated, and divides their best: a pass that a neighbour's
 load slowed on one side then no longer decides it.
 
-Run: ``python benchmarks/stream_throughput.py`` (~3 min; ``--quick`` for a smoke run).
+Run: ``python benchmarks/stream_throughput.py`` (~4 min; ``--quick`` for a smoke run;
+``--only peers`` for the third table alone).
 """
 
 from __future__ import annotations
@@ -48,10 +73,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from sortedcontainers import SortedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from thors_stream import StreamingThors
+from thors_stream import StreamingThors, thors_threshold
 from thors_stream._backend import available_backends
 
 FN, FP, POS_RATE = 10.0, 1.0, 0.05
@@ -276,22 +302,261 @@ def targets_table(events: int, quick: bool) -> None:
         print(f"| {name} | {now:.2f} | {t} | {pv} |", flush=True)
 
 
+# ---------------------------------------------------------------- peers
+
+class RankHistogram:
+    """A numpy histogram over precomputed score ranks: ``keys`` holds every score the stream
+    will bring (sorted, distinct), events arrive as ranks into it. Class counts per rank,
+    updated with ``np.add.at``; the threshold from their cumulative sums (``cost=True``: one
+    histogram of ``FN * n1 - FP * n0`` per rank and one cumulative sum instead)."""
+
+    def __init__(self, keys: np.ndarray, cost: bool = False) -> None:
+        self.keys, self.cost = keys, cost
+        if cost:
+            self.v = np.zeros(keys.size)
+        else:
+            self.h1 = np.zeros(keys.size, np.int64)
+            self.h0 = np.zeros(keys.size, np.int64)
+
+    def add(self, r: np.ndarray, y: np.ndarray, sign: int) -> None:
+        if self.cost:
+            np.add.at(self.v, r, np.where(y, FN * sign, -FP * sign))
+        else:
+            np.add.at(self.h1, r[y], sign)
+            np.add.at(self.h0, r[~y], sign)
+
+    def threshold(self) -> float:
+        if self.cost:  # prefix sums of FN * n1 - FP * n0: the cost less that of flagging everything
+            gain = np.cumsum(self.v)
+            j = int(np.argmin(gain))
+            return float(self.keys[j]) if gain[j] < 0 else -np.inf
+        k1, k0 = np.cumsum(self.h1), np.cumsum(self.h0)
+        cost = FN * k1 + FP * (k0[-1] - k0)  # flag iff score > key
+        j = int(np.argmin(cost))
+        return float(self.keys[j]) if cost[j] < FP * k0[-1] else -np.inf
+
+
+class GridHistogram:
+    """An online numpy histogram over the possible values ``grid`` (the scores are known to
+    be ``grid[index(s)]``), class counts per value with ``np.bincount``, and a ring of the
+    window's indices and labels (its size a multiple of the batch)."""
+
+    def __init__(self, grid: np.ndarray, index: Callable[[np.ndarray], np.ndarray], window: int) -> None:
+        self.grid, self.index, self.window = grid, index, window
+        self.h1 = np.zeros(grid.size, np.int64)
+        self.h0 = np.zeros(grid.size, np.int64)
+        self.ring_i = np.zeros(window, np.intp)
+        self.ring_y = np.zeros(window, bool)
+        self.head = self.held = 0
+
+    def update_many(self, s: np.ndarray, y: np.ndarray) -> None:
+        i, g, lo = self.index(s), self.grid.size, self.head
+        if self.held == self.window:  # the oldest len(s) events leave
+            oi, oy = self.ring_i[lo : lo + s.size], self.ring_y[lo : lo + s.size]
+            self.h1 -= np.bincount(oi[oy], minlength=g)
+            self.h0 -= np.bincount(oi[~oy], minlength=g)
+        self.h1 += np.bincount(i[y], minlength=g)
+        self.h0 += np.bincount(i[~y], minlength=g)
+        self.ring_i[lo : lo + s.size], self.ring_y[lo : lo + s.size] = i, y
+        self.head = (lo + s.size) % self.window
+        self.held = min(self.window, self.held + s.size)
+
+    def threshold(self) -> float:
+        k1, k0 = np.cumsum(self.h1), np.cumsum(self.h0)
+        cost = FN * k1 + FP * (k0[-1] - k0)
+        j = int(np.argmin(cost))
+        return float(self.grid[j]) if cost[j] < FP * k0[-1] else -np.inf
+
+
+class SortedScan:
+    """``sortedcontainers.SortedDict`` from score to ``[n1, n0]``, updated event by event; the
+    threshold by a scan of the prefix costs in key order."""
+
+    def __init__(self) -> None:
+        self.d: SortedDict = SortedDict()
+
+    def add(self, s: np.ndarray, y: np.ndarray, sign: int) -> None:
+        d = self.d
+        for k, pos in zip(s.tolist(), y.tolist()):
+            c = d.get(k)
+            if c is None:
+                c = d[k] = [0, 0]
+            c[0 if pos else 1] += sign
+            if c[0] == c[1] == 0:
+                del d[k]
+
+    def threshold(self) -> float:
+        best, thr, k1, k0 = 0.0, -np.inf, 0, 0  # gain: the cost less that of flagging everything
+        for key, (n1, n0) in self.d.items():
+            k1 += n1
+            k0 += n0
+            gain = FN * k1 - FP * k0
+            if gain < best:
+                best, thr = gain, key
+        return thr
+
+
+def alternated(sides: dict[str, Callable[[int], tuple[float, float]]], passes: int) -> dict[str, float]:
+    """Best pass of each side (microseconds per event), the sides' passes alternated
+    (``sides[name](p)`` times pass ``p`` and returns its time and the threshold after it);
+    every side's threshold after each pass must equal the first side's."""
+    best = {name: np.inf for name in sides}
+    for p in range(passes):
+        thr = {}
+        for name, run in sides.items():
+            t, thr[name] = run(p)
+            best[name] = min(best[name], t)
+        first = next(iter(thr.values()))
+        assert all(v == first for v in thr.values()), (p, thr)
+    return best
+
+
+def batch_pass(step: Callable[[int], float], start: int, batch: int, per: int) -> Callable[[int], tuple[float, float]]:
+    """Pass ``p`` of a side: ``step(lo)`` takes the batch at ``lo`` and returns the threshold;
+    the median over the pass's ``per`` batches, microseconds per event."""
+
+    def run(p: int) -> tuple[float, float]:
+        times, thr = [], 0.0
+        for b in range(per):
+            lo = start + (p * per + b) * batch
+            t0 = time.perf_counter()
+            thr = step(lo)
+            times.append(time.perf_counter() - t0)
+        return statistics.median(times) / batch * 1e6, thr
+
+    return run
+
+
+def lib_side(s: np.ndarray, y: np.ndarray, window: int, batch: int, start: int, per: int) -> Callable:
+    """StreamingThors: the window bulk-loaded, filled up to ``start`` in untimed batches."""
+    st = StreamingThors(fn_cost=FN, fp_cost=FP, window=window)
+    lo = max(0, start - window)
+    st.update_many(s[lo : lo + window], y[lo : lo + window])
+    for a in range(lo + window, start, batch):
+        st.update_many(s[a : a + batch], y[a : a + batch])
+    st.get()
+
+    def step(a: int) -> float:
+        st.update_many(s[a : a + batch], y[a : a + batch])
+        return st.get()
+
+    return batch_pass(step, start, batch, per)
+
+
+def peers_table(quick: bool) -> None:
+    big = 20_000 if quick else 1_000_000
+    batch = 2_000 if quick else 10_000
+    passes, per = (2, 2) if quick else (5, 8)
+    rows = []  # (case, peer, lib us/event, peer us/event)
+    start = 2 * big  # after a full turnover of the window
+    n = start + passes * per * batch
+    rng = np.random.default_rng(7)
+    s, y = rng.random(n), rng.random(n) < POS_RATE
+
+    # steady state at `big`, uniform scores: histograms over precomputed ranks
+    keys, ranks = np.unique(s, return_inverse=True)
+    sides = {"lib": lib_side(s, y, big, batch, start, per)}
+    for name, cost in (("numpy histogram over ranks", False), ("numpy cost histogram over ranks", True)):
+        h = RankHistogram(keys, cost)
+        h.add(ranks[start - big : start], y[start - big : start], 1)
+
+        def step(a: int, h: RankHistogram = h, r: np.ndarray = ranks) -> float:
+            h.add(r[a : a + batch], y[a : a + batch], 1)
+            h.add(r[a - big : a - big + batch], y[a - big : a - big + batch], -1)
+            return h.threshold()
+
+        sides[name] = batch_pass(step, start, batch, per)
+    best = alternated(sides, passes)
+    case = f"window {big:.0e}, uniform scores, {batch // 1000}k batches after a turnover"
+    rows += [(case, name, best["lib"], best[name]) for name in sides if name != "lib"]
+    # the sortedcontainers scan: one pass of two batches (a scan of every held score per batch)
+    sc = SortedScan()
+    sc.add(s[start - big : start], y[start - big : start], 1)
+
+    def sc_step(a: int) -> float:
+        sc.add(s[a : a + batch], y[a : a + batch], 1)
+        sc.add(s[a - big : a - big + batch], y[a - big : a - big + batch], -1)
+        return sc.threshold()
+
+    t_sc, thr_sc = batch_pass(sc_step, start, batch, 2)(0)
+    t_lib, thr_lib = lib_side(s, y, big, batch, start, 2)(0)
+    assert thr_sc == thr_lib, (thr_sc, thr_lib)
+    rows.append((case, "sortedcontainers scan (one pass of 2 batches)", t_lib, t_sc))
+
+    # few distinct scores, fully online: a histogram over the grid of possible values
+    for label, grid, index, scores in (
+        ("3 decimals (1,001 values)", np.arange(1001) / 1000, lambda v: np.rint(v * 1000).astype(np.intp),
+         np.round(s, 3)),
+        ("integer risk points 0-1000", np.arange(1001, dtype=np.float64), lambda v: v.astype(np.intp),
+         np.floor(s * 1001)),
+    ):
+        sides = {"lib": lib_side(scores, y, big, batch, start, per)}
+        g = GridHistogram(grid, index, big)
+        for a in range(start - big, start, batch):
+            g.update_many(scores[a : a + batch], y[a : a + batch])
+
+        def g_step(a: int, g: GridHistogram = g, sc: np.ndarray = scores) -> float:
+            g.update_many(sc[a : a + batch], y[a : a + batch])
+            return g.threshold()
+
+        sides["online numpy histogram over the values"] = batch_pass(g_step, start, batch, per)
+        ss = SortedScan()
+        ss.add(scores[start - big : start], y[start - big : start], 1)
+
+        def ss_step(a: int, ss: SortedScan = ss, sc: np.ndarray = scores) -> float:
+            ss.add(sc[a : a + batch], y[a : a + batch], 1)
+            ss.add(sc[a - big : a - big + batch], y[a - big : a - big + batch], -1)
+            return ss.threshold()
+
+        sides["sortedcontainers scan"] = batch_pass(ss_step, start, batch, per)
+        best = alternated(sides, passes)
+        case = f"window {big:.0e}, {label}, {batch // 1000}k batches"
+        rows += [(case, name, best["lib"], best[name]) for name in sides if name != "lib"]
+
+    # a batch at least as long as the window: recomputing the window's threshold
+    sizes = [(1_000, 2_000), (2_000, 2_000)] if quick else [(1_000, 10_000), (10_000, 10_000), (100_000, 100_000),
+                                                            (1_000_000, 1_000_000)]
+    for window, b in sizes:
+        k = per if b <= 100_000 else 2
+        m = window + passes * k * b
+        s2, y2 = rng.random(m), rng.random(m) < POS_RATE
+
+        def re_step(a: int, s2: np.ndarray = s2, y2: np.ndarray = y2, b: int = b, window: int = window) -> float:
+            return thors_threshold(s2[a + b - window : a + b], y2[a + b - window : a + b], fn_cost=FN,
+                                   fp_cost=FP).threshold
+
+        best = alternated({"lib": lib_side(s2, y2, window, b, window, k),
+                           "recompute": batch_pass(re_step, window, b, k)}, passes)
+        rows.append((f"window {window:.0e}, batches of {b:.0e} (each replaces the window)",
+                     "recompute with thors_threshold", best["lib"], best["recompute"]))
+
+    print("| case | peer | library us/event | peer us/event | lib/peer |")
+    print("|---|---|---|---|---|")
+    for case, peer, lib_us, peer_us in rows:
+        print(f"| {case} | {peer} | {lib_us:.4f} | {peer_us:.4f} | {lib_us / peer_us:.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1e3,1e4,1e5,1e6")
     ap.add_argument("--quick", action="store_true", help="small windows and few events (smoke test)")
     ap.add_argument("--events", type=int, default=20_000, help="events timed per configuration")
+    ap.add_argument("--only", choices=["sizes", "targets", "peers"], help="one table only")
     args = ap.parse_args()
     sizes = [1000, 10_000] if args.quick else [int(float(x)) for x in args.sizes.split(",")]
     events = 2_000 if args.quick else args.events
     backends = available_backends()
     print(f"backends: {', '.join(backends)}; FN={FN:g} FP={FP:g}; {POS_RATE:.0%} positives; "
           f"{events} events timed per row")
-    print()
-    sizes_table(sizes, events, backends)
-    if "c" in backends:
+    if args.only in (None, "sizes"):
+        print()
+        sizes_table(sizes, events, backends)
+    if "c" in backends and args.only in (None, "targets"):
         print()
         targets_table(events, args.quick)
+    if args.only in (None, "peers"):
+        print()
+        peers_table(args.quick)
 
 
 if __name__ == "__main__":
