@@ -10,9 +10,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -40,15 +37,9 @@ def test_extractor_reads_fences() -> None:
     assert code_blocks(text) == [("python", "x = 1", 2), ("text", "out", 7), ("bash", "```", 10)]
 
 
-def test_site_builds_strict(tmp_path: Path) -> None:
-    t0 = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**__import__("os").environ, "NO_MKDOCS_2_WARNING": "1"},
-    )
+def test_site_builds_strict(built_site) -> None:
+    proc, site = built_site.proc, built_site.site
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    site = tmp_path / "site"
     for page in ("index.html", "getting-started/index.html", "reference/stream/index.html",
                  "benchmarks/results/batch_speed/index.html", "changelog/index.html"):
         assert (site / page).is_file(), page
@@ -56,7 +47,7 @@ def test_site_builds_strict(tmp_path: Path) -> None:
     api = (site / "reference/stream/index.html").read_text()
     assert "StreamingThors" in api and "update_many" in api
     assert not re.search(r":(func|class|meth|mod|attr):`", api)
-    assert time.perf_counter() - t0 < 120
+    assert built_site.seconds < 120
 
 
 def test_no_placeholder_or_traceback() -> None:
