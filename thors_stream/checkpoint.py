@@ -39,7 +39,7 @@ methods that take it) to use an HMAC-SHA256 trailer instead; a keyed file does n
 load without the key, and with a key an unkeyed file is refused.
 
 Writes go to a temporary file in the same directory, are flushed and ``fsync``-ed,
-then renamed over the target (atomic on POSIX) and the directory is ``fsync``-ed: a
+then renamed over the checkpoint's path (atomic on POSIX) and the directory is ``fsync``-ed: a
 crash at any moment leaves either the previous checkpoint or the new one.
 """
 
