@@ -240,7 +240,7 @@ class MulticlassThresholds:
     thresholds
         ``t_1, ..., t_{m-1}``: ``thresholds[k]`` belongs to class ``order[k]``.
     order
-        The classes in the order they are tried; ``order[-1]`` is the fallback.
+        The classes in the order they are checked; ``order[-1]`` is the fallback.
     cost
         Empirical total cost ``sum_e w_e * C[y_e][pred_e]`` on the events it was fitted on.
     method
