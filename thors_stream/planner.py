@@ -111,7 +111,7 @@ def required_validation_size(
 
     It is a planning figure for typical data, not a guarantee: the counts of the actual
     validation set vary around the plug-in ones. The search evaluates a geometric grid of
-    sizes and bisects between the first grid size that meets the target and the one before
+    sizes and bisects between the first grid size whose bound is within the multiple and the one before
     (the plug-in bound decreases with ``n_v`` up to the rounding of the counts).
 
     Parameters
@@ -134,7 +134,7 @@ def required_validation_size(
     Raises
     ------
     ValueError
-        Bad arguments, or no size up to ``max_size`` meets the target (the message gives
+        Bad arguments, or no size up to ``max_size`` is large enough (the message gives
         the ratio reached at ``max_size``).
 
     Complexity: O(G + log n) bound evaluations, G = 60 grid points, each O(1) (O(sqrt(n_test))
