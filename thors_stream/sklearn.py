@@ -327,7 +327,7 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
         X
             Training data, as accepted by ``estimator``.
         y
-            Binary target (two distinct labels).
+            Binary labels (two distinct values).
         sample_weight
             Optional per-event weights (finite, >= 0, not all zero): THORS weights (a zero
             weight drops the event from the threshold search) and, see the class docstring,
