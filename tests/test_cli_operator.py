@@ -305,3 +305,160 @@ def test_parquet_timestamp_and_date_extremes_are_refused_naming_row_and_column(t
         code, _out, err = run(rep, capsys)
         assert code == 2 and err.count("\n") == 1, err
         assert f"{p} row 2: time " in err and "outside the years 1 to 9999" in err and "(column 'ts')" in err
+
+
+# ------------------------------------------------------------------ 3. a job cron can run
+PAGE = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs" / "integrations" / "cli.md"
+
+
+def nightly_script() -> str:
+    """The nightly script exactly as the CLI page shows it (its first bash block under 'A nightly job')."""
+    import re
+
+    text = PAGE.read_text()
+    section = text[text.index("## A nightly job"):]
+    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+
+
+def _thors_on_path(tmp_path):
+    """A PATH where `thors` is this interpreter's (the console script beside it, else a shim)."""
+    import os
+    import shutil
+    import sys
+
+    bindir = os.path.dirname(sys.executable)
+    if shutil.which("thors", path=bindir) is None:
+        bindir = str(tmp_path / "bin")
+        os.makedirs(bindir, exist_ok=True)
+        shim = os.path.join(bindir, "thors")
+        with open(shim, "w") as f:
+            f.write(f'#!/bin/sh\nexec "{sys.executable}" -m thors_stream "$@"\n')
+        os.chmod(shim, 0o755)
+    return bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+def _today(path, shift=0.0, seed=8):
+    rng = np.random.default_rng(seed)
+    n = 900
+    y = rng.random(n) < 0.15
+    s = np.round(rng.normal(2.0 * y, 1.0) + shift, 3)
+    amt = rng.integers(5, 500, n)
+    country = rng.choice(["DE", "FR", "ES"], n)
+    write_rows(path, ["score", "fraud", "amount", "country"], zip(s.tolist(), y.astype(int).tolist(),
+                                                                    amt.tolist(), country.tolist()))
+
+
+def test_the_documented_nightly_script_runs_twice_on_a_fresh_directory_and_exit_codes_reach_cron(tmp_path):
+    import os
+    import subprocess
+
+    job = tmp_path / "job"
+    job.mkdir()
+    script = job / "nightly.sh"
+    script.write_text(nightly_script())
+    script.chmod(0o755)
+    env = {**os.environ, "PATH": _thors_on_path(tmp_path)}
+
+    def night():
+        p = subprocess.run(["sh", str(script)], cwd=job, env=env, capture_output=True, text=True, timeout=120)
+        return p.returncode, p.stdout, p.stderr
+
+    _today(job / "today.csv")
+    code, out, err = night()  # first night: nothing deployed yet
+    assert code == 0, err
+    assert "baseline      none yet: deployed.json does not exist (--bootstrap)" in out
+    first = json.loads((job / "deployed.json").read_text())
+    assert first["baseline"] is None and not (job / "candidate.json").exists()
+    code, out, err = night()  # second night, same data: compared with the deployed release, no move
+    assert code == 0, err
+    second = json.loads((job / "deployed.json").read_text())
+    assert second["baseline"]["shift"] == 0.0 and second["baseline"]["changes"] == []
+    assert all(v["shift"] == 0.0 for v in second["baseline"]["segments"].values())
+    _today(job / "today.csv", shift=1.5)  # scores drift: a large move is refused, and cron sees it
+    code, out, err = night()
+    assert code == 4 and "more than --max-shift 0.5" in err and "nightly: a large move" in err
+    assert json.loads((job / "deployed.json").read_text()) == second and not (job / "candidate.json").exists()
+
+
+@pytest.fixture(scope="module")
+def segmented(tmp_path_factory):
+    """Two countries: FR's scores later drift (its threshold moves), DE's and the global one barely."""
+    rng = np.random.default_rng(9)
+    n = 1200
+    y = rng.random(n) < 0.2
+    c = np.where(rng.random(n) < 0.15, "FR", "DE")
+    s = np.round(rng.normal(2.0 * y, 1.0), 3)
+    d = tmp_path_factory.mktemp("seg")
+    write_rows(d / "a.csv", ["score", "label", "country"], zip(s.tolist(), y.astype(int).tolist(), c.tolist()))
+    s2 = np.where(c == "FR", s + 1.5, s)
+    write_rows(d / "b.csv", ["score", "label", "country"], zip(s2.tolist(), y.astype(int).tolist(), c.tolist()))
+    return d
+
+
+SEG = ["--score-col", "score", "--label-col", "label", "--segment-col", "country"]
+
+
+def test_max_shift_guards_every_segment_and_reports_each(segmented, capsys):
+    d = segmented
+    assert run(["fit", d / "a.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1, "--out", d / "dep.json"], capsys)[0] == 0
+    dep = json.loads((d / "dep.json").read_text())
+    code, out, err = run(["fit", d / "b.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1, "--baseline", d / "dep.json",
+                          "--max-shift", 0.5, "--json"], capsys)
+    assert code == 4 and out == "" and err.count("\n") == 1
+    assert "thresholds would move: segment FR " in err and "more than --max-shift 0.5" in err
+    code, out, err = run(["fit", d / "b.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1, "--baseline", d / "dep.json",
+                          "--json"], capsys)
+    b = json.loads(out)["baseline"]
+    fr, de = b["segments"]["FR"], b["segments"]["DE"]
+    assert fr["threshold"] == dep["segments"]["FR"]["threshold"] and fr["deployed"] == "segment"
+    assert fr["shift"] == pytest.approx(abs(fr["new_threshold"] - fr["threshold"])) and fr["shift"] > 0.5
+    assert de["shift"] <= 0.5 and b["shift"] <= 0.5 and b["changes"] == []
+    code, out, _ = run(["fit", d / "b.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1, "--baseline", d / "dep.json"],
+                       capsys)
+    line = next(x for x in out.splitlines() if x.strip().startswith("FR "))
+    assert f"deployed {fr['threshold']!r} (shift " in line
+
+
+def test_other_settings_are_reported_as_such_not_as_a_mere_shift(segmented, tmp_path, capsys):
+    d = segmented
+    rel = tmp_path / "dep.json"
+    base = ["--score-col", "score", "--label-col", "label"]
+    assert run(["fit", d / "a.csv", *base, "--fn-cost", 10, "--fp-cost", 1, "--out", rel], capsys)[0] == 0
+    code, out, err = run(["fit", d / "a.csv", *SEG, "--fn-cost", 1, "--fp-cost", 1, "--baseline", rel,
+                          "--max-shift", 0.01], capsys)
+    assert code == 4 and "costs changed from FN 10/FP 1 to FN 1/FP 1; segments changed from none to country" in err
+    code, out, _ = run(["fit", d / "a.csv", *base, "--fn-cost", 10, "--fp-cost", 1, "--max-fpr", 0.2,
+                        "--baseline", rel], capsys)
+    assert code == 0 and "changes       mode changed from cost-optimal to Neyman-Pearson (true FPR <= 0.2)" in out
+    code, out, _ = run(["fit", d / "a.csv", *base, "--fn-cost", 10, "--fp-cost", 1, "--baseline", rel], capsys)
+    assert code == 0 and "changes " not in out
+
+
+def test_json_segments_carry_cost_and_bounds_and_cost_bounds_say_which_to_use(segmented, tmp_path, capsys):
+    d = segmented
+    code, out, _ = run(["fit", d / "a.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1, "--json", "--out",
+                        tmp_path / "r.json"], capsys)
+    assert code == 0
+    j = json.loads(out)
+    rel = json.loads((tmp_path / "r.json").read_text())
+    assert j["segments"] == rel["segments"]  # the same entries as the release file
+    for e in j["segments"].values():
+        assert {"cost", "source", "count0", "count1"} <= set(e) and e["bounds"]["fpr_upper"] >= e["fpr"]
+    b = j["bounds"]
+    assert b["cost_paid_upper"] == b["cost_upper_exact"] == rel["global"]["bounds"]["cost_paid_upper"]
+    assert b["cost_paid_upper_bernstein"] == b["cost_upper"] >= b["cost_paid_upper"]
+    assert (b["expected_cost_lower"], b["expected_cost_upper"]) == (b["cost_interval_lower"], b["cost_interval_upper"])
+    _, out, _ = run(["fit", d / "a.csv", *SEG, "--fn-cost", 5, "--fp-cost", 1], capsys)
+    assert f"cost paid <= {b['cost_paid_upper']:,.6g}" in out and "budget with the cost paid, cost_paid_upper" in out
+
+
+def test_bootstrap_needs_baseline_and_a_missing_baseline_is_an_error_without_it(segmented, tmp_path, capsys):
+    d = segmented
+    base = ["--score-col", "score", "--label-col", "label", "--fn-cost", 5, "--fp-cost", 1]
+    code, _, err = run(["fit", d / "a.csv", *base, "--bootstrap"], capsys)
+    assert code == 2 and "--bootstrap needs --baseline" in err
+    code, _, err = run(["fit", d / "a.csv", *base, "--baseline", tmp_path / "none.json"], capsys)
+    assert code == 2 and "no such file" in err
+    code, out, _ = run(["fit", d / "a.csv", *base, "--baseline", tmp_path / "none.json", "--bootstrap", "--json"],
+                       capsys)
+    assert code == 0 and json.loads(out)["first_release"] is True and "baseline" not in json.loads(out)

@@ -225,8 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--baseline", default=None, metavar="JSON",
                    help="the deployed release file: report its cost on this data, the new cost and the saving")
     f.add_argument("--max-shift", type=_nonneg_float, default=None,
-                   help="with --baseline: refuse (exit 4) a global threshold moving by more than this, and any change "
-                        "of decision rule (score against cost margin, or a margin with other costs)")
+                   help="with --baseline: refuse (exit 4) a threshold (the global one or a segment's) moving by more "
+                        "than this, and any change of decision rule (score against cost margin, or a margin with "
+                        "other costs)")
+    f.add_argument("--bootstrap", action="store_true",
+                   help="with --baseline: a baseline file that does not exist yet means the first release (nothing "
+                        "deployed: publish without a comparison); one that exists is compared as usual")
     f.add_argument("--force", action="store_true", help="publish even when the move exceeds --max-shift")
     f.add_argument("--confidence", type=_confidence, default=0.95, help="confidence of the bounds (default 0.95)")
     f.add_argument("--max-fpr", type=_confidence, default=None, metavar="ALPHA",
@@ -328,10 +332,18 @@ def _check_magnitudes(ev: Any, fn_cost: float, fp_cost: float, class_prior: floa
 
 
 def _bounds_dict(b: Any) -> dict[str, Any]:
-    """The bounds worth printing. Cost bounds are about unit-weight costs, so a weighted file gets rates only."""
+    """The bounds worth printing. Cost bounds are about unit-weight costs, so a weighted file gets rates only.
+
+    ``cost_paid_upper`` bounds the cost paid on ``n_test`` new events (the exact quantile: the one
+    to budget with), ``cost_paid_upper_bernstein`` is Bernstein's closed form of the same statement
+    (never smaller), ``expected_cost_lower``/``expected_cost_upper`` the interval for the expected
+    cost. ``cost_upper_exact``, ``cost_upper`` and ``cost_interval_*`` are the same numbers under
+    their earlier names (kept for readers of earlier output)."""
     out: dict[str, Any] = {k: getattr(b, k) for k in ("fpr_lower", "fpr_upper", "fnr_lower", "fnr_upper")}
     if not b.weighted and b.n_test is not None:
         out["n_test"] = b.n_test
+        out["cost_paid_upper"], out["cost_paid_upper_bernstein"] = b.cost_upper_exact, b.cost_upper
+        out["expected_cost_lower"], out["expected_cost_upper"] = b.cost_interval.lower, b.cost_interval.upper
         out["cost_interval_lower"], out["cost_interval_upper"] = b.cost_interval.lower, b.cost_interval.upper
         out["cost_upper"], out["cost_upper_exact"] = b.cost_upper, b.cost_upper_exact
     return out
@@ -498,9 +510,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise ValueError("--pool-weight needs --segment-col")
     if args.max_shift is not None and args.baseline is None:
         raise ValueError("--max-shift needs --baseline (the deployed release file)")
+    if args.bootstrap and args.baseline is None:
+        raise ValueError("--bootstrap needs --baseline (the deployed release file, missing on the first night)")
     _check_cost_options(args)
     _check_outputs(args.data, [("--plot", args.plot), ("--out", args.out)])
-    baseline = read_release(args.baseline) if args.baseline is not None else None
+    first_release = args.bootstrap and not os.path.lexists(args.baseline)
+    baseline = read_release(args.baseline) if args.baseline is not None and not first_release else None
     t0 = time.perf_counter()
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      engine=args.engine, fn_cost_col=args.fn_cost_col, fp_cost_col=args.fp_cost_col,
@@ -529,7 +544,14 @@ def cmd_fit(args: argparse.Namespace) -> int:
     decision = _decision(args)
     base_info = None
     if baseline is not None:
-        base_info = _compare_baseline(args, baseline, ev, rule, r, decision)
+        base_info = _compare_baseline(args, baseline, ev, rule, r, decision, plan)
+    seg_entries = None  # each segment's release entry (threshold, cost, counts, rates, bounds) and source
+    if plan is not None:
+        seg_entries = {}
+        for k, v in plan.results.items():
+            e = _entry(args, v, None, release_entry)
+            e["source"] = plan.sources[k]
+            seg_entries[str(k)] = e
     # the plot goes to a temporary file renamed onto --plot once the release is written
     with StagedOutputs() as stage:
         if args.plot:
@@ -539,7 +561,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                                    sample_weight=rule.weights, class_prior=args.class_prior)
             plot_cost_curve(thr, cost, r, stage.path(args.plot), bounds=bounds)
         if args.out is not None:
-            _write_release_out(args, ev, r, plan, base_info, n_test, make_release, release_entry, decision)
+            _write_release_out(args, ev, r, seg_entries, base_info, n_test, make_release, release_entry, decision)
     report = sys.stderr if args.out == "-" else sys.stdout
     if args.json:
         d = r.to_dict()
@@ -555,10 +577,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
             d["bounds"] = {"confidence": args.confidence, **_bounds_dict(bounds)}
         if base_info is not None:
             d["baseline"] = base_info
-        if plan is not None:
-            d["segments"] = {str(k): {"threshold": v.to_dict()["threshold"], "source": plan.sources[k],
-                                      "cost": v.cost, "count0": v.count0, "count1": v.count1}
-                             for k, v in plan.results.items()}
+        if first_release:
+            d["first_release"] = True
+        if seg_entries is not None:
+            d["segments"] = seg_entries
         print(json.dumps(d))
         return EXIT_OK
     thr_txt = "-inf (predict every event positive)" if math.isinf(r.threshold) else _thr_text(r.threshold)
@@ -604,6 +626,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
             ci = bounds.cost_interval
             say(f"{bounds.n_test:,} new events: expected cost in [{ci.lower:,.6g}, {ci.upper:,.6g}] ({c}), "
                 f"cost paid <= {bounds.cost_upper_exact:,.6g} ({c})")
+            say(f"              (budget with the cost paid, cost_paid_upper in --json; the expected cost, "
+                f"expected_cost_lower/upper, is a mean; Bernstein's looser bound on the cost paid: "
+                f"{bounds.cost_upper:,.6g})")
+    if first_release:
+        say(f"baseline      none yet: {args.baseline} does not exist (--bootstrap): this is the first release")
+    if base_info is not None and base_info["changes"]:
+        say(f"changes       {'; '.join(base_info['changes'])} (since the deployed release: they move thresholds)")
     if base_info is not None:
         what = "money lost" if rule.money else "costs"
         forced = "   (move larger than --max-shift, forced)" if base_info["forced"] else ""
@@ -621,9 +650,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if plan is not None:
         say(f"segments      {len(plan.results):,} (own threshold when each class has >= {args.min_per_class} "
             "events, else the global one)")
+        moved = base_info.get("segments", {}) if base_info is not None else {}
         for k, v in plan.results.items():
-            say(f"  {str(k)[:30]:<30} {_thr_text(v.threshold):>16}  {plan.sources[k]:<7}  "
-                f"{'money lost' if rule.money else 'cost'} {v.cost:,.6g}  ({v.count1:,} pos, {v.count0:,} neg)")
+            e = seg_entries[str(k)]
+            b = e["bounds"]
+            line = (f"  {str(k)[:30]:<30} {_thr_text(v.threshold):>16}  {plan.sources[k]:<7}  "
+                    f"{'money lost' if rule.money else 'cost'} {v.cost:,.6g}  ({v.count1:,} pos, {v.count0:,} neg)  "
+                    f"FPR <= {b['fpr_upper']:.4f}  FNR <= {b['fnr_upper']:.4f}")
+            dep: Any = moved.get(str(k))
+            if dep is not None:
+                sh: Any = dep["shift"]
+                line += f"  deployed {_thr_text(_thr_value(dep['threshold']))}" + (
+                    "" if sh is None else f" (shift {sh if sh == 'inf' else f'{sh:.6g}'})")
+            say(line)
     if args.out is not None and args.out != "-":
         say(f"release       written to {args.out}")
     peak = _peak_rss_mb()
@@ -678,12 +717,47 @@ def _baseline_keys(args: argparse.Namespace, old: dict[str, Any], ev: Any) -> np
     return cost_margins(ev.scores, cost(old["fn_cost"]), cost(old["fp_cost"]))
 
 
+def _costs_text(dec: dict[str, Any]) -> str:
+    """A decision's costs in words: ``FN 10/FP 1``, ``FN amount/FP 3`` (a column by its name)."""
+    def one(spec: dict[str, Any]) -> str:
+        return str(spec["column"]) if "column" in spec else f"{spec['value']:g}"
+
+    return f"FN {one(dec['fn_cost'])}/FP {one(dec['fp_cost'])}"
+
+
+def _settings(dec: dict[str, Any], params: dict[str, Any]) -> dict[str, str]:
+    """What a run's thresholds depend on besides the data, in words, keyed by setting: the costs,
+    the segments (and their pooling), the Neyman-Pearson constraint and the class prior."""
+    seg = dec.get("segment_col", params.get("segment_col"))
+    pool = params.get("pool_weight")
+    caps = [f"true {k[4:].upper()} <= {params[k]:g}" for k in ("max_fpr", "max_fnr") if params.get(k) is not None]
+    prior = params.get("class_prior")
+    return {"costs": _costs_text(dec),
+            "segments": "none" if seg is None else f"{seg}" + ("" if pool is None else f" (pooled, lambda {pool:g})"),
+            "mode": "cost-optimal" if not caps else "Neyman-Pearson (" + " and ".join(caps) + ")",
+            "class prior": "none" if prior is None else f"{prior:g}"}
+
+
+def _changes(baseline: dict[str, Any], args: argparse.Namespace, decision: dict[str, Any]) -> list[str]:
+    """The settings that differ from the deployed release's, each as ``costs changed from FN 10/FP 1
+    to FN 1/FP 1`` (the decision rule itself, score or cost margin, is ``rule_change``'s)."""
+    from .release import release_decision
+
+    old = _settings(release_decision(baseline), baseline.get("parameters", {}))
+    new = _settings(decision, {k: v for k, v in vars(args).items() if v is not None})
+    return [f"{k} changed from {old[k]} to {new[k]}" for k in old if old[k] != new[k]]
+
+
 def _compare_baseline(args: argparse.Namespace, baseline: dict[str, Any], ev: Any, rule: _Rule, r: Any,
-                      decision: dict[str, Any]) -> dict[str, Any]:
+                      decision: dict[str, Any], plan: Any = None) -> dict[str, Any]:
     """The ``baseline`` block: the deployed (global) rule's cost on this data under this run's
-    costs, the new cost, the saving, and the threshold's shift, or (``rule_change``) that the
-    decision rule changes, when the two thresholds are not on the same scale. Refuses (exit 4)
-    a shift beyond ``--max-shift``, and any rule change under ``--max-shift``, without ``--force``."""
+    costs, the new cost, the saving, the threshold's shift and, with segments, each segment's
+    (against what the deployed release applies to the segment: its own threshold, else the
+    global one), or (``rule_change``) that the decision rule changes, when the two thresholds
+    are not on the same scale; ``changes`` lists the settings that differ from the deployed
+    release's (costs, segments, Neyman-Pearson constraint, class prior), which explain a move.
+    Refuses (exit 4) a shift of the global threshold or of any segment's beyond ``--max-shift``,
+    and any rule change under ``--max-shift``, without ``--force``."""
     from .release import evaluate_threshold, release_decision, release_threshold
 
     old_rule = release_decision(baseline)
@@ -693,58 +767,82 @@ def _compare_baseline(args: argparse.Namespace, baseline: dict[str, Any], ev: An
     old = evaluate_threshold(old_thr, keys, ev.labels, fn_cost=rule.fn_cost, fp_cost=rule.fp_cost,
                              sample_weight=rule.weights, class_prior=args.class_prior)
     shift = _shift(r.threshold, old_thr) if same else None
+    changes = _changes(baseline, args, decision)
     info: dict[str, Any] = {
         "path": args.baseline, "threshold": "-inf" if math.isinf(old_thr) else old_thr, "cost": old.cost,
         "new_cost": r.cost, "saving": old.cost - r.cost,
         "shift": None if shift is None else "inf" if math.isinf(shift) else shift, "forced": False,
         "decide_on": old_rule["decide_on"],
         "rule_change": None if same else {"from": old_rule["decide_on"], "to": decision["decide_on"],
-                                          "was": old_rule["apply"], "now": decision["apply"]}}
+                                          "was": old_rule["apply"], "now": decision["apply"]},
+        "changes": changes}
+    moves: list[tuple[float, str]] = []  # (shift, "name old -> new (shift)") of every threshold compared
+    if shift is not None:
+        moves.append((shift, f"global {_thr_text(old_thr)} -> {_thr_text(r.threshold)}"))
+    if plan is not None:
+        listed = baseline.get("segments") or {}
+        segs: dict[str, Any] = {}
+        for k, v in plan.results.items():
+            name = str(k)
+            was = release_threshold(baseline, name)
+            sh = _shift(v.threshold, was) if same else None
+            segs[name] = {"threshold": _json_thr(was), "deployed": "segment" if name in listed else "global",
+                          "new_threshold": _json_thr(v.threshold),
+                          "shift": None if sh is None else "inf" if math.isinf(sh) else sh}
+            if sh is not None:
+                moves.append((sh, f"segment {name[:30]} {_thr_text(was)} -> {_thr_text(v.threshold)}"))
+        info["segments"] = segs
     if args.max_shift is None:
         return info
     what = "money lost" if rule.money else "cost"
+    why = f" ({'; '.join(changes)} since the deployed release)" if changes else ""
     if shift is None:
         if not args.force:
             raise Refused(f"refused: the decision rule changes from {old_rule['decide_on']} ({old_rule['apply']}) to "
-                          f"{decision['decide_on']} ({decision['apply']}): thresholds on different scales are not a "
-                          f"shift --max-shift {args.max_shift:g} can bound; {what} {old.cost:,.6g} -> {r.cost:,.6g} "
-                          "on this data; use --force to publish it", EXIT_SHIFT)
+                          f"{decision['decide_on']} ({decision['apply']}){why}: thresholds on different scales are "
+                          f"not a shift --max-shift {args.max_shift:g} can bound; {what} {old.cost:,.6g} -> "
+                          f"{r.cost:,.6g} on this data; use --force to publish it", EXIT_SHIFT)
         info["forced"] = True
-    elif shift > args.max_shift:
+        return info
+    over = sorted((m for m in moves if m[0] > args.max_shift), key=lambda m: -m[0])
+    if over:
         if not args.force:
-            by = "an infinite amount" if math.isinf(shift) else f"{shift:.6g}"
-            raise Refused(f"refused: the threshold would move by {by} (from {_thr_text(old_thr)} "
-                          f"to {_thr_text(r.threshold)}), more than --max-shift {args.max_shift:g}; {what} "
+            def by(x: float) -> str:
+                return "an infinite amount" if math.isinf(x) else f"{x:.6g}"
+
+            listed_moves = "; ".join(f"{t} (by {by(x)})" for x, t in over[:3])
+            more = f" and {len(over) - 3} more" if len(over) > 3 else ""
+            if len(moves) == 1:  # the global threshold alone: as it has always been said
+                head = (f"the threshold would move by {by(shift)} (from {_thr_text(old_thr)} to "
+                        f"{_thr_text(r.threshold)})")
+            else:
+                head = f"{len(over)} of {len(moves)} thresholds would move: {listed_moves}{more}"
+            raise Refused(f"refused: {head}, more than --max-shift {args.max_shift:g}{why}; {what} "
                           f"{old.cost:,.6g} -> {r.cost:,.6g}; use --force to publish it", EXIT_SHIFT)
         info["forced"] = True
     return info
 
 
-def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, plan: Any, base_info: Any, n_test: int,
-                       make_release: Any, release_entry: Any, decision: dict[str, Any]) -> None:
-    """Build the release document and write it to ``--out`` (atomically) or standard output."""
+def _entry(args: argparse.Namespace, res: Any, n: int | None, release_entry: Any) -> dict[str, Any]:
+    """A release entry for ``res`` (the cost bound of ``n`` events when it can be computed)."""
+    try:
+        made: dict[str, Any] = release_entry(res, min_per_class=args.min_per_class, confidence=args.confidence,
+                                             n_test=n)
+    except (OverflowError, FloatingPointError):
+        made = release_entry(res, min_per_class=args.min_per_class, confidence=args.confidence, n_test=None)
+    return made
+
+
+def _write_release_out(args: argparse.Namespace, ev: Any, r: Any, segments: dict[str, Any] | None, base_info: Any,
+                       n_test: int, make_release: Any, release_entry: Any, decision: dict[str, Any]) -> None:
+    """Build the release document (``segments``: the entries already made) and write it to
+    ``--out`` (atomically) or standard output."""
     from .release import dumps_release, write_release
 
-    conf = args.confidence
-
-    def entry(res: Any, n: int | None) -> dict[str, Any]:
-        try:
-            made: dict[str, Any] = release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=n)
-        except (OverflowError, FloatingPointError):
-            made = release_entry(res, min_per_class=args.min_per_class, confidence=conf, n_test=None)
-        return made
-
-    segments = None
-    if plan is not None:
-        segments = {}
-        for k, v in plan.results.items():
-            e = entry(v, None)
-            e["source"] = plan.sources[k]
-            segments[str(k)] = e
     params = {k: v for k, v in sorted(vars(args).items())
               if k not in ("command", "data", "json", "plot", "out", "force") and v is not None}
     params["n_test"] = n_test
-    doc = make_release(entry(r, n_test), segments=segments,
+    doc = make_release(_entry(args, r, n_test, release_entry), segments=segments,
                        input_info={"path": args.data, "sha256": ev.sha256, "rows": len(ev)},
                        parameters=params, baseline=base_info, decision=decision)
     if args.out == "-":

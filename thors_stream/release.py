@@ -5,8 +5,8 @@ reads one back (the deployed thresholds). The format is described by the JSON sc
 ``thors_stream/schemas/release.schema.json`` (:func:`release_schema`) and checked on
 reading by :func:`validate_release`, a small validator for the subset of JSON Schema the
 schema uses (``type``, ``const``, ``enum``, ``required``, ``properties``,
-``additionalProperties``, ``minimum``, ``maximum``, ``pattern``, ``$ref`` to ``#/$defs/...``,
-``anyOf``) — no dependency.
+``additionalProperties``, ``items``, ``minimum``, ``maximum``, ``pattern``, ``$ref`` to
+``#/$defs/...``, ``anyOf``) — no dependency.
 
 Format version 1 (all numbers JSON numbers; a ``-inf`` threshold is the string ``"-inf"``)::
 
@@ -19,7 +19,7 @@ Format version 1 (all numbers JSON numbers; a ``-inf`` threshold is the string `
       "global": ENTRY,
       "segments": {"<segment>": ENTRY + {"source": "segment" | "pooled" | "global"}, ...} or null,
       "baseline": null or {"path", "threshold", "cost", "new_cost", "saving", "shift", "forced",
-                           "decide_on", "rule_change"},
+                           "decide_on", "rule_change", "changes", "segments"},
       "decision": DECISION
     }
 
@@ -39,15 +39,20 @@ A file written before the field existed has no ``decision``: its thresholds are 
 entry's ``cost`` is the money lost, ``n1`` the FN cost at stake and ``n0`` the FP cost.
 A ``baseline`` with another decision rule (the other ``decide_on``, or a margin with other
 costs) has ``shift`` null and a ``rule_change`` (``from``, ``to``, ``was``, ``now``): two
-thresholds on different scales are not a move of one.
+thresholds on different scales are not a move of one. ``changes`` lists the other settings that
+differ from the deployed release's, in words (``costs changed from FN 10/FP 1 to FN 1/FP 1``;
+segments, the Neyman-Pearson constraint, the class prior); ``segments`` gives, per segment of
+the new run, the threshold the deployed release applies to it (``deployed``: its own, or the
+global one), the new one and the shift.
 
 An ENTRY is the threshold (flag iff the decision's quantity is ``> threshold``) and what it does on
 the input (on the segment's events for a segment): ``cost``, ``n0``, ``n1``, ``k0``,
 ``k1`` (weighted), ``count0``, ``count1``, ``count_k0``, ``count_k1`` (events), ``fpr``,
 ``fnr`` (empirical, weighted), ``supported`` (both classes with at least
 ``parameters.min_per_class`` events) and ``bounds`` (valid bounds on the true event rates
-at ``bounds.confidence``, see :mod:`thors_stream.bounds`; cost bounds only for unit
-weights). A segment whose ``source`` is ``"global"`` had too few events of a class and
+at ``bounds.confidence``, see :mod:`thors_stream.bounds`; for unit weights also
+``cost_paid_upper``, the valid bound on the cost paid on ``n_test`` new events, also written
+``cost_upper`` as before). A segment whose ``source`` is ``"global"`` had too few events of a class and
 deploys the global threshold; its statistics are those of the global threshold on the
 segment's events.
 """
@@ -139,7 +144,7 @@ def release_entry(result: ThresholdResult, *, min_per_class: int, confidence: fl
     if not b.weighted and b.n_test is not None:
         bd["n_test"] = int(b.n_test)
         assert b.cost_upper_exact is not None  # unweighted with n_test
-        bd["cost_upper"] = float(b.cost_upper_exact)
+        bd["cost_paid_upper"] = bd["cost_upper"] = float(b.cost_upper_exact)  # (cost_upper: its earlier name)
     d["bounds"] = bd
     return d
 
@@ -189,6 +194,11 @@ def _check(v: Any, sch: dict[str, Any], root: dict[str, Any], where: str) -> str
             return f"{where}: must be <= {sch['maximum']}, got {v!r}"
     if isinstance(v, str) and "pattern" in sch and not re.fullmatch(sch["pattern"], v):
         return f"{where}: does not match {sch['pattern']!r}: {v[:40]!r}"
+    if isinstance(v, list) and "items" in sch:
+        for i, x in enumerate(v):
+            err = _check(x, sch["items"], root, f"{where}[{i}]")
+            if err:
+                return err
     if isinstance(v, dict):
         for k in sch.get("required", ()):
             if k not in v:
