@@ -175,6 +175,14 @@ class PyCore:
             w0h = w0l = 0.0
         self._w = [w1h, w1l, w0h, w0l]
 
+    def clear(self) -> None:
+        """Forget every held event (the queue is the caller's): an empty tree with the same
+        coefficients and load, totals zero. O(1) (the old blocks are dropped)."""
+        self._t = SortedPrefixMin(self._t._a, self._t._b, load=self._t._load)
+        self.version += 1
+        self._n = self._c1 = 0
+        self._w = [0.0, 0.0, 0.0, 0.0]
+
     def set_coefs(self, a: float, b: float) -> None:
         self._t.set_coefs(a, b)
 

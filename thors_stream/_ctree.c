@@ -1592,6 +1592,23 @@ static inline void ring_put(CTree *t, double s, int y, double w, double tm) {
     t->qsize++;
 }
 
+/* ring_put of n events at once (the room made by the caller); w NULL: every weight 1. */
+static void ring_put_many(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t n) {
+    Py_ssize_t j = t->qhead + t->qsize;
+    if (j >= t->qcap) j -= t->qcap;
+    for (Py_ssize_t done = 0; done < n;) {
+        Py_ssize_t run = t->qcap - j < n - done ? t->qcap - j : n - done;
+        memcpy(t->qs + j, s + done, (size_t)run * sizeof(double));
+        memcpy(t->qy + j, y + done, (size_t)run);
+        if (w) memcpy(t->qw + j, w + done, (size_t)run * sizeof(double));
+        else for (Py_ssize_t u = 0; u < run; u++) t->qw[j + u] = 1.0;
+        if (t->qt) for (Py_ssize_t u = 0; u < run; u++) t->qt[j + u] = 0.0;
+        done += run;
+        j = 0;
+    }
+    t->qsize += n;
+}
+
 /* Pop the oldest record and remove it from the tree (unless cancelled). */
 static int ring_expire_one(CTree *t) {
     Py_ssize_t j = t->qhead;
@@ -2050,32 +2067,44 @@ static PyObject *CTree_export_lo(CTree *self, PyObject *Py_UNUSED(ignored)) {
 
 /* ---- bulk changes ---- */
 
-/* Rebuild from sorted arrays (key, w1 hi/lo, w0 hi/lo, c1, c0) of n distinct keys. */
-static int build_from(CTree *t, const double *k, const double *h1, const double *l1, const double *h0,
-                      const double *l0, const double *c1, const double *c0, Py_ssize_t n) {
-    /* leaves are built 3/4 full: about the fill a tree under random inserts and expiries
-       settles at (23 keys a leaf at 10**6 after 300 batches of 10**4), so a sliding window
-       that starts from a bulk load does not split most of its leaves over its first
-       batches. Measured (paired, in one process, 24 batches of 10**4 at 10**6): 0.90-0.92
-       of the time of 7/8 just after the load, 0.86-0.93 after 150 batches. */
-    const int32_t FILL = LCAP * 3 / 4;
-    Py_ssize_t nl = n ? (n + FILL - 1) / FILL : 1;
+/* A rebuild, key by key in ascending order (a Builder): build_begin makes room for at most
+   nmax keys and empties the tree, build_key appends one key's row, build_end closes the
+   leaves and builds the inner levels. Leaves are filled 3/4 full, FILL keys each (the last
+   two share theirs evenly when the last would be short): about the fill a tree under random
+   inserts and expiries settles at (23 keys a leaf at 10**6 after 300 batches of 10**4), so a
+   sliding window that starts from a bulk load does not split most of its leaves over its
+   first batches. Measured (paired, in one process, 24 batches of 10**4 at 10**6): 0.90-0.92
+   of the time of 7/8 just after the load, 0.86-0.93 after 150 batches. Inner nodes are
+   filled 7/8, their counts spread evenly. */
+#define FILL (LCAP * 3 / 4)
+#define IFILL (ICAP * 7 / 8)
+
+typedef struct {
+    CTree *t;
+    int32_t *level; /* the leaves (then each level's nodes) made so far, and their lowest keys */
+    double *lsep;
+    Agg *agg;       /* their aggregates (a leaf's computed as it is closed, while in cache) */
+    Py_ssize_t nl, n;
+    Leaf *L;        /* the leaf being filled (NULL before the first key) */
+} Builder;
+
+/* Start rebuilding t for at most nmax keys, plain (every row's weights its counts, no low
+   parts) or not, at most nlo rows with low parts. The arenas are grown first (reused: a
+   rebuild touches no fresh pages; a failed realloc leaves the old block, and so the old tree,
+   intact), then the tree is emptied. Returns 0, or -1 with MemoryError set and the tree
+   unchanged. */
+static int build_begin(Builder *B, CTree *t, Py_ssize_t nmax, int plain, Py_ssize_t nlo) {
+    Py_ssize_t nl = nmax ? (nmax + FILL - 1) / FILL : 1;
     if (nl > INT32_MAX / 4) { PyErr_SetString(PyExc_MemoryError, "too many distinct scores"); return -1; }
-    /* the rows are a copy: the arenas are reused (grown first when too small; a failed
-       realloc leaves the old block and so the old tree intact), so a rebuild touches no
-       fresh pages */
-    Py_ssize_t ni_max = nl / (ICAP * 7 / 8 - 1) + 2 * MAXH; /* every inner level, rounded up */
-    int nlo = 0, rows_plain = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        nlo += (l1[i] != 0.0 || l0[i] != 0.0);
-        rows_plain &= l1[i] == 0.0 && l0[i] == 0.0 && h1[i] == c1[i] && h0[i] == c0[i];
-    }
-    int32_t *level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
-    double *lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
-    if (!level || !lsep) goto nomem;
-    /* grow what is too small first: a failed realloc leaves the old block, and so the old
-       tree, intact; only when every grow has succeeded is an arena far too big shrunk (a
-       shrink that fails just keeps the bigger block) */
+    if (nlo > nl) nlo = nl; /* (at most one block a leaf) */
+    Py_ssize_t ni_max = nl / (IFILL - 1) + 2 * MAXH; /* every inner level, rounded up */
+    B->t = t; B->nl = 0; B->n = 0; B->L = NULL;
+    B->level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
+    B->lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
+    B->agg = PyMem_Malloc((size_t)(nl + 1) * sizeof(Agg));
+    if (!B->level || !B->lsep || !B->agg) goto nomem;
+    /* grow what is too small first; only when every grow has succeeded is an arena far too
+       big shrunk (a shrink that fails just keeps the bigger block) */
     if (t->lcap < nl + 16) {
         Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (!p) goto nomem;
@@ -2089,10 +2118,10 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     if (t->ocap < nlo + 16) {
         LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
         if (!p) goto nomem;
-        t->los = p; t->ocap = nlo + 16;
+        t->los = p; t->ocap = (int32_t)(nlo + 16);
     }
     /* (while plain, a block held here is unused) */
-    if (!rows_plain && t->wcap < t->lcap && resize_weights(t, t->lcap) < 0) goto nomem;
+    if (!plain && t->wcap < t->lcap && resize_weights(t, t->lcap) < 0) goto nomem;
     if (t->lcap / 4 > nl + 16) {
         Leaf *p = PyMem_Realloc(t->leaves, (size_t)(nl + 16) * sizeof(Leaf));
         if (p) { t->leaves = p; t->lcap = (int32_t)(nl + 16); }
@@ -2103,38 +2132,73 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
     }
     if (t->ocap / 4 > nlo + 16) {
         LoBlock *p = PyMem_Realloc(t->los, (size_t)(nlo + 16) * sizeof(LoBlock));
-        if (p) { t->los = p; t->ocap = nlo + 16; }
+        if (p) { t->los = p; t->ocap = (int32_t)(nlo + 16); }
     }
-    if (!rows_plain && t->wcap > t->lcap) resize_weights(t, t->lcap); /* as long as the leaves, no longer */
+    if (!plain && t->wcap > t->lcap) resize_weights(t, t->lcap); /* as long as the leaves, no longer */
     t->lused = 0; t->lfree = NIL; t->nleaves = 0;
     t->iused = 0; t->ifree = NIL; t->ninners = 0;
     t->oused = 0; t->ofree = NIL; t->nlos = 0;
-    /* plain again when every row's weights are its counts */
-    t->plain = rows_plain;
-    if (rows_plain) { PyMem_Free(t->wts); t->wts = NULL; t->wcap = 0; }
-    /* leaves: spread n keys evenly over nl leaves */
-    Py_ssize_t q = 0;
-    for (Py_ssize_t j = 0; j < nl; j++) {
-        Py_ssize_t cnt = n / nl + (j < n % nl);
+    t->plain = plain; /* plain again when every row's weights are its counts */
+    if (plain) { PyMem_Free(t->wts); t->wts = NULL; t->wcap = 0; }
+    return 0;
+nomem:
+    PyMem_Free(B->level); PyMem_Free(B->lsep); PyMem_Free(B->agg);
+    B->level = NULL; B->lsep = NULL; B->agg = NULL;
+    PyErr_NoMemory();
+    return -1;
+}
+
+/* Append the row of the next key (above every key before it). */
+static inline void build_key(Builder *B, double key, double h1, double l1, double h0, double l0, uint32_t c1,
+                             uint32_t c0) {
+    CTree *t = B->t;
+    Leaf *L = B->L;
+    if (!L || L->n == FILL) {
+        if (L) leaf_agg(t, L, &B->agg[B->nl - 1]);
         int32_t li = new_leaf(t);
-        Leaf *L = &t->leaves[li];
-        for (Py_ssize_t i = 0; i < cnt; i++, q++) {
-            L->key[i] = k[q];
-            set_hi(t, L, i, h1[q], h0[q]);
-            set_counts(L, i, (uint32_t)c1[q], (uint32_t)c0[q]);
-            if (l1[q] != 0.0 || l0[q] != 0.0) {
-                if (L->lo == NIL) L->lo = new_lo(t);
-                t->los[L->lo].w1[i] = l1[q]; t->los[L->lo].w0[i] = l0[q];
-            }
-        }
-        L->n = (int32_t)cnt;
-        level[j] = li; lsep[j] = cnt ? L->key[0] : -INFINITY;
+        L = B->L = &t->leaves[li];
+        B->level[B->nl] = li; B->lsep[B->nl] = key;
+        B->nl++;
     }
-    t->n_keys = n;
-    /* inner levels */
+    int32_t i = L->n++;
+    L->key[i] = key;
+    set_counts(L, i, c1, c0);
+    set_hi(t, L, i, h1, h0);
+    if (l1 != 0.0 || l0 != 0.0) {
+        if (L->lo == NIL) L->lo = new_lo(t);
+        t->los[L->lo].w1[i] = l1; t->los[L->lo].w0[i] = l0;
+    }
+    B->n++;
+}
+
+/* Close the rebuild: the last leaf, when short, takes half of the keys of the two last leaves;
+   the inner levels, each node's aggregates computed from its children's (as clean would). */
+static void build_end(Builder *B) {
+    CTree *t = B->t;
+    if (!B->nl) { /* no key: one empty leaf */
+        B->level[0] = new_leaf(t); B->lsep[0] = -INFINITY; B->nl = 1;
+    }
+    Py_ssize_t nl = B->nl;
+    if (nl > 1) {
+        int32_t p = B->level[nl - 2], q = B->level[nl - 1];
+        Leaf *P = &t->leaves[p], *Q = &t->leaves[q];
+        if (Q->n < LMIN) {
+            int32_t r = Q->n, k = (P->n + r) / 2 - r;
+            leaf_shift(t, q, 0, k, r);
+            leaf_copy(t, q, 0, p, P->n - k, k);
+            P = &t->leaves[p]; Q = &t->leaves[q];
+            P->n -= k; Q->n += k;
+            B->lsep[nl - 1] = Q->key[0];
+            leaf_agg(t, P, &B->agg[nl - 2]);
+        }
+    }
+    leaf_agg(t, &t->leaves[B->level[nl - 1]], &B->agg[nl - 1]);
+    t->n_keys = B->n;
+    int32_t *level = B->level;
+    double *lsep = B->lsep;
+    Agg *agg = B->agg;
     Py_ssize_t cnt_nodes = nl;
     int h = 0;
-    const int32_t IFILL = ICAP * 7 / 8;
     while (cnt_nodes > 1) {
         Py_ssize_t np_ = (cnt_nodes + IFILL - 1) / IFILL;
         Py_ssize_t c = 0;
@@ -2142,23 +2206,38 @@ static int build_from(CTree *t, const double *k, const double *h1, const double 
             Py_ssize_t m = cnt_nodes / np_ + (j < cnt_nodes % np_);
             int32_t ni = new_inner(t);
             Inner *N = &t->inners[ni];
-            for (Py_ssize_t i = 0; i < m; i++, c++) { N->sep[i] = lsep[c]; N->child[i] = level[c]; }
+            for (Py_ssize_t i = 0; i < m; i++, c++) { N->sep[i] = lsep[c]; N->child[i] = level[c]; N->agg[i] = agg[c]; }
             N->n = (int32_t)m;
             double s0 = N->sep[0];
             level[j] = ni; lsep[j] = s0;
+            inner_agg(N, &agg[j], t->plain); /* (children j.. read: j <= their first index) */
         }
         cnt_nodes = np_;
         h++;
     }
     t->root = level[0]; t->height = h;
     if (h > 0) t->inners[t->root].sep[0] = -INFINITY;
-    PyMem_Free(level); PyMem_Free(lsep);
-    refresh_all(t, t->root, t->height);
+    t->top = agg[0];
+    t->root_dirty = 0;
+    PyMem_Free(B->level); PyMem_Free(B->lsep); PyMem_Free(B->agg);
+    B->level = NULL; B->lsep = NULL; B->agg = NULL;
+}
+
+/* Rebuild from sorted arrays (key, w1 hi/lo, w0 hi/lo, c1, c0) of n distinct keys. Returns 0,
+   or -1 with MemoryError set and the tree unchanged. */
+static int build_from(CTree *t, const double *k, const double *h1, const double *l1, const double *h0,
+                      const double *l0, const double *c1, const double *c0, Py_ssize_t n) {
+    Py_ssize_t nlo = 0;
+    int rows_plain = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        nlo += (l1[i] != 0.0 || l0[i] != 0.0);
+        rows_plain &= l1[i] == 0.0 && l0[i] == 0.0 && h1[i] == c1[i] && h0[i] == c0[i];
+    }
+    Builder B;
+    if (build_begin(&B, t, n, rows_plain, nlo) < 0) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) build_key(&B, k[i], h1[i], l1[i], h0[i], l0[i], (uint32_t)c1[i], (uint32_t)c0[i]);
+    build_end(&B);
     return 0;
-nomem:
-    PyMem_Free(level); PyMem_Free(lsep);
-    PyErr_NoMemory();
-    return -1;
 }
 
 /* A batch of m changes into a tree of n keys is merged and rebuilt when n < REBUILD_RATIO
@@ -2277,7 +2356,7 @@ done:
 /* Sortable bits of a double (ascending as the double; -0.0 as +0.0). */
 static inline uint64_t sort_bits(double d) {
     uint64_t u;
-    if (d == 0.0) d = 0.0; /* -0.0 == 0.0: one key, so one digit pattern (the sort is stable) */
+    d += 0.0; /* -0.0 + 0.0 = 0.0: one key, so one digit pattern (the sort is stable) */
     memcpy(&u, &d, 8);
     return (u >> 63) ? ~u : u | ((uint64_t)1 << 63);
 }
@@ -2367,7 +2446,7 @@ static int apply_events(CTree *t, const double *key, const uint8_t *y, const dou
     double *k = buf, *a1 = buf + m, *a0 = buf + 2 * m, *d1 = buf + 3 * m, *d0 = buf + 4 * m;
     for (Py_ssize_t q = 0; q < m; q++) {
         uint32_t i = order[q];
-        double sg = sign ? (double)sign[i] : 1.0, sw = sg * w[i];
+        double sg = sign ? (double)sign[i] : 1.0, sw = w ? sg * w[i] : sg;
         k[q] = key[i];
         a1[q] = y[i] ? sw : 0.0; a0[q] = y[i] ? 0.0 : sw;
         d1[q] = y[i] ? sg : 0.0; d0[q] = y[i] ? 0.0 : sg;
@@ -2378,30 +2457,480 @@ out:
     return rc;
 }
 
-/* Buffers (float64 s, uint8 y, float64 w) of one length m, for the batch entry points. */
+/* ------------------------------------------------------------------ batches by key */
+
+/* A batch whose events repeat few distinct scores is aggregated by key before it touches the
+   tree: one hash lookup per event instead of a sort of the events, then one row per distinct
+   key for its additions and one for its removals, sorted by key, for apply_sorted_impl (which
+   applies a key's additions before its removals, as it does per-event rows). Per key and
+   class, the added and the removed events are counted and their weights summed as
+   double-double numbers (dd_add): a sum of unit weights is its count, so only a class that
+   meets another weight is summed, starting from its count. On the exactness condition (every
+   per-score sum fits a double-double) the tree then holds the very pairs the per-event rows
+   give it: an exact sum has one renormalised double-double, whatever the order of its terms.
+   (A sum whose low part is not zero goes to the tree as a second row, after the first.)
+   A batch of many distinct keys is told by its first AGG_PROBE events (more than
+   AGG_PROBE_KEYS distinct among them) and sorted instead, as is one of more than AGG_MAX
+   keys or of more keys than half its events (too few rows saved to pay for the hashing, and
+   the sorted events of a large batch can take two threads). */
+#define AGG_MAX 16384      /* most distinct keys a batch is aggregated over */
+static long long keyed_batches, replaced_batches; /* tests: batches applied by key, batches that rebuilt the tree */
+#define AGG_MIN 256        /* smaller batches are sorted (nothing to gain) */
+#define AGG_PROBE 1024     /* among the first AGG_PROBE events ... */
+#define AGG_PROBE_KEYS 960 /* ... more distinct keys than this: the batch is sorted instead */
+
+typedef struct {
+    double key;    /* the first of its events (of the signed zeros, the one that came first) */
+    uint32_t n[4]; /* events: class 1 added, class 0 added, class 1 removed, class 0 removed */
+    uint32_t wt;   /* bit c: the weights of n[c] are summed in sum[c] (one of them was not 1) */
+    int32_t pad;
+} KeyRow;
+
+typedef struct {
+    uint64_t bits; /* the key's bits (of 0.0 for both zeros) */
+    int64_t row;   /* 1 + index of the key's row, 0: free */
+} KeySlot;
+
+typedef struct {
+    KeySlot *slot;    /* open addressing, linear probing */
+    uint32_t mask;    /* slots - 1 (a power of two, at least eight times the rows' capacity) */
+    KeyRow *row;
+    double (*sum)[8]; /* per row: hi parts [0, 4), lo parts [4, 8) of summed weights (allocated when needed) */
+    Py_ssize_t d, cap, limit; /* rows used, allocated, most allowed */
+} KeyTable;
+
+static void kt_free(KeyTable *T) {
+    PyMem_Free(T->slot); PyMem_Free(T->row); PyMem_Free(T->sum);
+    T->slot = NULL; T->row = NULL; T->sum = NULL;
+}
+
+static inline uint64_t key_bits(double key) {
+    uint64_t u;
+    key += 0.0; /* -0.0 + 0.0 = 0.0: one key */
+    memcpy(&u, &key, 8);
+    return u;
+}
+
+static inline uint32_t kt_hash(uint64_t u, uint32_t mask) {
+    u ^= u >> 33; u *= 0xff51afd7ed558ccdULL; u ^= u >> 33; u *= 0xc4ceb9fe1a85ec53ULL; /* murmur3's finaliser */
+    u ^= u >> 33;
+    return (uint32_t)u & mask;
+}
+
+/* Room for cap rows (rows kept, slots rebuilt). Returns 0, or -1 with MemoryError set. */
+static int kt_grow(KeyTable *T, Py_ssize_t cap) {
+    uint32_t slots = 64;
+    while ((Py_ssize_t)slots < 8 * cap) slots *= 2; /* at most an eighth full: short probes (paired A/Bs: a quarter 1.10x, a half 1.27x the time) */
+    KeySlot *sl = PyMem_Calloc(slots, sizeof(KeySlot));
+    KeyRow *row = sl ? PyMem_Realloc(T->row, (size_t)cap * sizeof(KeyRow)) : NULL;
+    if (!row) { PyMem_Free(sl); PyErr_NoMemory(); return -1; }
+    T->row = row;
+    if (T->sum) {
+        double (*sum)[8] = PyMem_Realloc(T->sum, (size_t)cap * sizeof *T->sum);
+        if (!sum) { PyMem_Free(sl); PyErr_NoMemory(); return -1; }
+        T->sum = sum;
+    }
+    PyMem_Free(T->slot);
+    T->slot = sl; T->mask = slots - 1; T->cap = cap;
+    for (Py_ssize_t i = 0; i < T->d; i++) {
+        uint64_t u = key_bits(T->row[i].key);
+        uint32_t h = kt_hash(u, T->mask);
+        while (T->slot[h].row) h = (h + 1) & T->mask;
+        T->slot[h].bits = u; T->slot[h].row = i + 1;
+    }
+    return 0;
+}
+
+/* A table for at most limit keys. Returns 0, or -1 with MemoryError set. */
+static int kt_init(KeyTable *T, Py_ssize_t limit) {
+    T->slot = NULL; T->row = NULL; T->sum = NULL;
+    T->d = 0; T->cap = 0; T->limit = limit;
+    return kt_grow(T, limit < 1024 ? limit : 1024);
+}
+
+/* The row of key (added, with no events, when new). Returns its index, -1 when the table is
+   full (nothing added), -2 with MemoryError set. */
+static inline Py_ssize_t kt_row(KeyTable *T, double key) {
+    uint64_t u = key_bits(key);
+    uint32_t h = kt_hash(u, T->mask);
+    for (;;) {
+        KeySlot *e = &T->slot[h];
+        if (e->row && e->bits == u) return e->row - 1;
+        if (!e->row) break;
+        h = (h + 1) & T->mask;
+    }
+    if (T->d == T->cap) {
+        if (T->cap == T->limit) return -1;
+        if (kt_grow(T, 2 * T->cap < T->limit ? 2 * T->cap : T->limit) < 0) return -2;
+        h = kt_hash(u, T->mask);
+        while (T->slot[h].row) h = (h + 1) & T->mask;
+    }
+    Py_ssize_t i = T->d++;
+    T->slot[h].bits = u; T->slot[h].row = i + 1;
+    KeyRow *r = &T->row[i];
+    r->key = key; r->n[0] = r->n[1] = r->n[2] = r->n[3] = 0; r->wt = 0;
+    return i;
+}
+
+/* Count one event of kind c (see KeyRow.n) at key, weight w. Returns 0, 1 when the table is
+   full (nothing counted), -1 with MemoryError set. */
+static inline int kt_add(KeyTable *T, double key, int c, double w) {
+    Py_ssize_t i = kt_row(T, key);
+    if (i < 0) return i == -1 ? 1 : -1;
+    KeyRow *r = &T->row[i];
+    r->n[c]++;
+    if (w != 1.0 || (r->wt >> c & 1)) {
+        if (!T->sum && !(T->sum = PyMem_Malloc((size_t)T->cap * sizeof *T->sum))) { PyErr_NoMemory(); return -1; }
+        double *sm = T->sum[i];
+        if (!(r->wt >> c & 1)) { sm[c] = (double)(r->n[c] - 1); sm[4 + c] = 0.0; r->wt |= 1u << c; }
+        dd_add(&sm[c], &sm[4 + c], w);
+    }
+    return 0;
+}
+
+/* Row i's summed weight of kind c: hi and lo parts. */
+static inline void kt_weight(const KeyTable *T, Py_ssize_t i, int c, double *hi, double *lo) {
+    const KeyRow *r = &T->row[i];
+    if (r->wt >> c & 1) { *hi = T->sum[i][c]; *lo = T->sum[i][4 + c]; }
+    else { *hi = (double)r->n[c]; *lo = 0.0; }
+}
+
+/* The rows' keys in ascending order (order[0..d)). Returns 0, or -1 with MemoryError set. */
+static int kt_order(const KeyTable *T, uint32_t *order) {
+    double *keys = PyMem_Malloc((size_t)(T->d ? T->d : 1) * sizeof(double));
+    if (!keys) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < T->d; i++) keys[i] = T->row[i].key;
+    int rc = radix_order(keys, T->d, order);
+    PyMem_Free(keys);
+    return rc;
+}
+
+/* Count the batch into T: the added events s, y, w [q0, q1) (w NULL: every weight 1), then the
+   removal of the e_old oldest ring records (cancelled ones skipped). Returns 0 when counted, 1
+   when the batch has too many distinct keys (T part filled), -1 with MemoryError set. */
+static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
+                    Py_ssize_t q1, Py_ssize_t e_old) {
+    Py_ssize_t seen = 0;
+    if (!w) { /* every weight 1: counts only */
+        for (Py_ssize_t q = q0; q < q1; q++) {
+            Py_ssize_t i = kt_row(T, s[q]);
+            if (i < 0) return i == -1 ? 1 : -1;
+            T->row[i].n[y[q] ? 0 : 1]++;
+            if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+        }
+    } else {
+        for (Py_ssize_t q = q0; q < q1; q++) {
+            int rc = kt_add(T, s[q], y[q] ? 0 : 1, w[q]);
+            if (rc) return rc;
+            if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+        }
+    }
+    Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
+    while (left > 0) {
+        Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
+        for (Py_ssize_t u = j; u < j + run; u++) {
+            uint8_t yy = t->qy[u];
+            if (yy == CANCELLED) continue;
+            int rc = kt_add(T, t->qs[u], yy ? 2 : 3, t->qw[u]);
+            if (rc) return rc;
+            if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+        }
+        left -= run;
+        j = 0;
+    }
+    return 0;
+}
+
+/* Apply a batch by key when it repeats keys enough (see above): the added events s, y, w
+   [q0, q1) (w NULL: every weight 1) and the removal of the e_old oldest ring records (the ring
+   itself is the caller's). Returns 1 when applied, 0 when the batch was left alone (too few
+   events or too many distinct keys: sort it instead; nothing changed), -1 with an exception
+   set (as apply_sorted_impl raises). */
+static int apply_keyed(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
+                       Py_ssize_t e_old) {
+    Py_ssize_t m = (q1 - q0) + e_old;
+    if (m < AGG_MIN) return 0;
+    KeyTable T;
+    if (kt_init(&T, m < AGG_MAX ? m : AGG_MAX) < 0) return -1;
+    int rc = kt_count(&T, t, s, y, w, q0, q1, e_old);
+    if (rc || T.d > m / 2) { kt_free(&T); return rc < 0 ? -1 : 0; } /* (less than half the rows: sorted instead) */
+    Py_ssize_t d = T.d, cap = 4 * d;
+    uint32_t *order = PyMem_Malloc((size_t)(d ? d : 1) * sizeof(uint32_t));
+    double *buf = PyMem_Malloc((size_t)(cap ? cap : 1) * 5 * sizeof(double));
+    rc = -1;
+    if (!order || !buf) { PyErr_NoMemory(); goto out; }
+    if (kt_order(&T, order) < 0) goto out;
+    double *k = buf, *a1 = buf + cap, *a0 = buf + 2 * cap, *d1 = buf + 3 * cap, *d0 = buf + 4 * cap;
+    Py_ssize_t o = 0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        Py_ssize_t i = order[j];
+        const KeyRow *r = &T.row[i];
+        for (int rem = 0; rem < 2; rem++) { /* its additions, then its removals */
+            int c1 = 2 * rem, c0 = 2 * rem + 1;
+            if (!(r->n[c1] | r->n[c0])) continue;
+            double g = rem ? -1.0 : 1.0, h1, l1, h0, l0;
+            kt_weight(&T, i, c1, &h1, &l1);
+            kt_weight(&T, i, c0, &h0, &l0);
+            k[o] = r->key; a1[o] = g * h1; a0[o] = g * h0; d1[o] = g * r->n[c1]; d0[o] = g * r->n[c0]; o++;
+            if (l1 != 0.0 || l0 != 0.0) { /* the low parts: weight only */
+                k[o] = r->key; a1[o] = g * l1; a0[o] = g * l0; d1[o] = 0.0; d0[o] = 0.0; o++;
+            }
+        }
+    }
+    rc = apply_sorted_impl(t, k, a1, a0, d1, d0, o, 1) < 0 ? -1 : 1;
+    keyed_batches += rc == 1;
+out:
+    kt_free(&T);
+    PyMem_Free(order); PyMem_Free(buf);
+    return rc;
+}
+
+/* ---- a batch that replaces the whole window */
+
+static inline double unsort_bits(uint64_t u) {
+    u = (u >> 63) ? u & ~((uint64_t)1 << 63) : ~u;
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* One stable LSD pass on the 11-bit digit at bit sh of the values src -> dst (skipped when
+   every value has the same digit); h is the digit's histogram, turned into offsets here. */
+static void values_pass(int sh, uint32_t *h, Py_ssize_t m, uint64_t **src, uint64_t **dst) {
+    if (h[((*src)[0] >> sh) & 2047] == (uint32_t)m) return;
+    uint32_t o = 0;
+    for (int d = 0; d < 2048; d++) { uint32_t c = h[d]; h[d] = o; o += c; }
+    const uint64_t *a = *src;
+    uint64_t *b = *dst;
+    for (Py_ssize_t i = 0; i < m; i++) { uint64_t v = a[i]; b[h[(v >> sh) & 2047]++] = v; }
+    uint64_t *x = *src; *src = *dst; *dst = x;
+}
+
+/* Sort m values (sort_bits) ascending: an LSD radix sort on the 22 bits (33 from 2**17 values
+   on) below the highest bit in which the values differ, then an insertion pass for the values
+   that share those bits (few, unless they crowd: when that pass has moved more than 2m, every
+   digit is sorted instead, so O(m) whatever the values). Values only, no positions carried
+   (radix_order carries them). tmp: room for m values. Returns the array that holds the result
+   (a or tmp), or NULL with MemoryError set. */
+static uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
+    if (m <= 32) {
+        for (Py_ssize_t i = 1; i < m; i++) {
+            uint64_t v = a[i];
+            Py_ssize_t j = i;
+            while (j > 0 && a[j - 1] > v) { a[j] = a[j - 1]; j--; }
+            a[j] = v;
+        }
+        return a;
+    }
+    uint64_t differ = 0;
+    for (Py_ssize_t i = 1; i < m; i++) differ |= a[i] ^ a[0];
+    if (!differ) return a;
+    int hb = 63 - __builtin_clzll(differ), digits = m < ((Py_ssize_t)1 << 17) ? 2 : 3;
+    int lo = hb + 1 - 11 * digits;
+    if (lo < 0) lo = 0;
+    uint32_t (*hist)[2048] = PyMem_Calloc(6, sizeof *hist);
+    if (!hist) { PyErr_NoMemory(); return NULL; }
+    int nd = 0;
+    for (int sh = lo; sh <= hb; sh += 11) nd++;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t v = a[i];
+        for (int g = 0; g < nd; g++) hist[g][(v >> (lo + 11 * g)) & 2047]++;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (int g = 0; g < nd; g++) values_pass(lo + 11 * g, hist[g], m, &src, &dst);
+    Py_ssize_t moves = 0, budget = 2 * m;
+    int done = 1;
+    for (Py_ssize_t i = 1; lo && i < m && done; i++) {
+        uint64_t v = src[i];
+        if (src[i - 1] <= v) continue;
+        Py_ssize_t j = i;
+        while (j > 0 && src[j - 1] > v) { src[j] = src[j - 1]; j--; }
+        src[j] = v;
+        moves += i - j;
+        if (moves > budget) done = 0;
+    }
+    if (!done) { /* crowded values: every digit */
+        memset(hist, 0, 6 * sizeof *hist);
+        for (Py_ssize_t i = 0; i < m; i++)
+            for (int p = 0; p < 6; p++) hist[p][(src[i] >> (11 * p)) & 2047]++;
+        for (int p = 0; p < 6; p++) values_pass(11 * p, hist[p], m, &src, &dst);
+    }
+    PyMem_Free(hist);
+    return src;
+}
+
+/* The zero score a rebuild keeps: the one the tree held (tzero; 1.0 when it held none), else
+   the first of the batch's s[q0, q1) to arrive (the batch holds one). */
+static double zero_of(const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzero) {
+    if (tzero != 1.0) return tzero;
+    for (Py_ssize_t q = q0; q < q1; q++)
+        if (s[q] == 0.0) return s[q];
+    return 0.0;
+}
+
+/* A count window's batch at least as long as the window expires every record the ring holds:
+   the tree then holds exactly the batch's kept events s, y, w [q0, q1) (w NULL: every weight
+   1), and is built from them (build_from, O(m) once they are ordered by key) instead of being
+   changed by the removal of every held event and the addition of the new ones. Each key's
+   weights are summed from zero with dd_add, as a fresh tree fed those events holds them
+   (history independence: on the exactness condition, the rows of any other path). The keys
+   are ordered by hashing when they repeat (as apply_keyed counts them), else by sorting: their
+   values alone when every weight is 1 (positives apart, to count them), their positions when
+   the weights must be summed in arrival order. A zero score keeps the representation the tree
+   held (0.0 or -0.0) when it held a zero score, as an update does; else the first to arrive.
+   Returns 1 when done, 0 when not applicable (the tree holds events the ring does not: nothing
+   changed), -1 with MemoryError or ValueError set (nothing changed). The ring is the caller's. */
+static int replace_all(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
+                       Py_ssize_t q1) {
+    /* every held event is a live ring record (a count window's tree holds nothing else: checked) */
+    clean(t);
+    double held = t->n_keys ? t->top.c1 + t->top.c0 : 0.0;
+    Py_ssize_t live = 0, j = t->qhead, left = t->qsize;
+    while (left > 0) {
+        Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
+        for (Py_ssize_t u = j; u < j + run; u++) live += t->qy[u] != CANCELLED;
+        left -= run;
+        j = 0;
+    }
+    if (held != (double)live) return 0;
+    double tzero = 1.0; /* the zero score the tree holds (1.0: none) */
+    if (t->n_keys) {
+        const Leaf *L = &t->leaves[descend(t, 0.0)];
+        int32_t pos = leaf_pos(L, 0.0);
+        if (pos < L->n && L->key[pos] == 0.0) tzero = L->key[pos];
+    }
+    Py_ssize_t m = q1 - q0; /* (<= UINT32_MAX: no count can overflow) */
+    int rc = -1, unit = 1;
+    KeyTable T = {0};
+    uint32_t *order = NULL;
+    double *buf = NULL;
+    uint64_t *vals = NULL;
+    for (Py_ssize_t q = q0; w && q < q1 && unit; q++) unit = w[q] == 1.0;
+    int keyed = 0;
+    if (m >= AGG_MIN) {
+        if (kt_init(&T, m < AGG_MAX ? m : AGG_MAX) < 0) goto out;
+        int c = kt_count(&T, t, s, y, w, q0, q1, 0);
+        if (c < 0) goto out;
+        keyed = c == 0 && T.d <= m / 2;
+        if (!keyed) kt_free(&T);
+    }
+    if (!keyed && unit) {
+        /* the values of the positives' keys and of the negatives' keys, sorted apart, then
+           merged straight into the new leaves: a key's run in each list is its count of that
+           class. The positives fill vals[0, m1) upwards, the negatives vals[m1 + 1, m + 1)
+           downwards (no branch on the label: each event is written to both lists' next slots,
+           and the other list's write is overwritten later or lands on the spare slot m1);
+           scratch from m + 1 on. */
+        vals = PyMem_Malloc((size_t)(2 * m + 1) * sizeof(uint64_t));
+        if (!vals) { PyErr_NoMemory(); goto out; }
+        Py_ssize_t g1 = 0, g0 = 0;
+        for (Py_ssize_t q = q0; q < q1; q++) {
+            uint64_t b = sort_bits(s[q]);
+            Py_ssize_t p = y[q] != 0;
+            vals[g1] = b; vals[m - g0] = b;
+            g1 += p; g0 += 1 - p;
+        }
+        Py_ssize_t n1 = g1, n0 = g0;
+        uint64_t *sp = radix_values(vals, vals + m + 1, n1);
+        uint64_t *sn = sp ? radix_values(vals + n1 + 1, vals + m + 1 + n1, n0) : NULL;
+        if (!sp || !sn) goto out;
+        Builder B;
+        if (build_begin(&B, t, m, 1, 0) < 0) goto out;
+        Py_ssize_t i1 = 0, i0 = 0;
+        for (;;) { /* the negatives' keys in order, each after the positives' keys below it */
+            uint64_t v = i0 < n0 ? sn[i0] : ~(uint64_t)0;
+            while (i1 < n1 && sp[i1] < v) { /* positives only */
+                uint64_t u = sp[i1];
+                Py_ssize_t a1 = i1;
+                while (++i1 < n1 && sp[i1] == u) {}
+                double key = unsort_bits(u);
+                if (key == 0.0) key = zero_of(s, q0, q1, tzero);
+                build_key(&B, key, (double)(i1 - a1), 0.0, 0.0, 0.0, (uint32_t)(i1 - a1), 0);
+            }
+            if (i0 == n0) break;
+            Py_ssize_t a0 = i0, a1 = i1;
+            while (++i0 < n0 && sn[i0] == v) {}
+            while (i1 < n1 && sp[i1] == v) i1++;
+            double key = unsort_bits(v);
+            if (key == 0.0) key = zero_of(s, q0, q1, tzero);
+            build_key(&B, key, (double)(i1 - a1), 0.0, (double)(i0 - a0), 0.0,
+                      (uint32_t)(i1 - a1), (uint32_t)(i0 - a0));
+        }
+        build_end(&B);
+    } else {
+        /* rows (key, weights hi and lo, counts) in key order, then built */
+        Py_ssize_t cap = keyed ? T.d : m, nk = 0;
+        buf = PyMem_Malloc((size_t)(cap ? cap : 1) * 7 * sizeof(double));
+        order = PyMem_Malloc((size_t)(cap ? cap : 1) * sizeof(uint32_t));
+        if (!buf || !order) { PyErr_NoMemory(); goto out; }
+        double *K = buf, *H1 = buf + cap, *L1 = buf + 2 * cap, *H0 = buf + 3 * cap, *L0 = buf + 4 * cap,
+               *C1 = buf + 5 * cap, *C0 = buf + 6 * cap;
+        if (keyed) {
+            if (kt_order(&T, order) < 0) goto out;
+            for (Py_ssize_t g = 0; g < T.d; g++) {
+                Py_ssize_t i = order[g];
+                K[nk] = T.row[i].key;
+                kt_weight(&T, i, 0, &H1[nk], &L1[nk]);
+                kt_weight(&T, i, 1, &H0[nk], &L0[nk]);
+                C1[nk] = T.row[i].n[0]; C0[nk] = T.row[i].n[1];
+                nk++;
+            }
+        } else {
+            if (radix_order(s + q0, m, order) < 0) goto out;
+            for (Py_ssize_t g = 0; g < m;) { /* runs of equal keys, in arrival order within a run */
+                double key = s[q0 + order[g]], h1 = 0.0, l1 = 0.0, h0 = 0.0, l0 = 0.0, c1 = 0.0, c0 = 0.0;
+                for (; g < m && s[q0 + order[g]] == key; g++) {
+                    Py_ssize_t q = q0 + order[g];
+                    if (y[q]) { c1 += 1.0; dd_add(&h1, &l1, w[q]); }
+                    else { c0 += 1.0; dd_add(&h0, &l0, w[q]); }
+                }
+                K[nk] = key; H1[nk] = h1; L1[nk] = l1; H0[nk] = h0; L0[nk] = l0; C1[nk] = c1; C0[nk] = c0;
+                nk++;
+            }
+        }
+        for (Py_ssize_t g = 0; g < nk; g++)
+            if (K[g] == 0.0 && tzero != 1.0) K[g] = tzero; /* a zero the tree holds keeps its sign */
+        if (build_from(t, K, H1, L1, H0, L0, C1, C0, nk) < 0) goto out;
+    }
+    t->version++;
+    t->sgen++;
+    replaced_batches++;
+    rc = 1;
+out:
+    kt_free(&T);
+    PyMem_Free(order); PyMem_Free(buf); PyMem_Free(vals);
+    return rc;
+}
+
+/* Buffers (float64 s, uint8 y, float64 w or None: every weight 1) of one length m, for the
+   batch entry points; b[2].buf is NULL for None. */
 static int event_buffers(PyObject *args, Py_ssize_t want, Py_buffer *b, Py_ssize_t *m, const char *sig) {
     const char *fmt[3] = {"d", "B", "d"};
     if (PyTuple_GET_SIZE(args) != want) { PyErr_SetString(PyExc_TypeError, sig); return -1; }
-    for (int g = 0; g < 3; g++) {
+    int nb = PyTuple_GET_ITEM(args, 2) == Py_None ? 2 : 3;
+    b[2].buf = NULL; b[2].obj = NULL;
+    for (int g = 0; g < nb; g++) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(args, g), &b[g], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
             for (int q = 0; q < g; q++) PyBuffer_Release(&b[q]);
             return -1;
         }
         if (strcmp(b[g].format, fmt[g]) != 0 || b[g].len / b[g].itemsize != b[0].len / 8) {
             for (int q = 0; q <= g; q++) PyBuffer_Release(&b[q]);
-            PyErr_Format(PyExc_TypeError, "%s: float64 s, uint8 y (0/1), float64 w of one length", sig);
+            PyErr_Format(PyExc_TypeError, "%s: float64 s, uint8 y (0/1), float64 w (or None) of one length", sig);
             return -1;
         }
     }
     *m = b[0].len / 8;
     const uint8_t *y = b[1].buf;
     const double *s = b[0].buf, *w = b[2].buf;
-    for (Py_ssize_t q = 0; q < *m; q++)
-        if (y[q] > 1 || !isfinite(s[q]) || !(w[q] > 0.0) || !isfinite(w[q])) {
-            for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
-            PyErr_Format(PyExc_ValueError, "%s: labels must be 0 or 1, scores finite, weights finite and > 0", sig);
-            return -1;
-        }
+    int bad = 0;
+    for (Py_ssize_t q = 0; q < *m; q++) bad |= (y[q] > 1) | !isfinite(s[q]);
+    for (Py_ssize_t q = 0; w && q < *m; q++) bad |= !(w[q] > 0.0) | !isfinite(w[q]);
+    if (bad) {
+        for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
+        PyErr_Format(PyExc_ValueError, "%s: labels must be 0 or 1, scores finite, weights finite and > 0", sig);
+        return -1;
+    }
     return 0;
 }
 
@@ -2411,7 +2940,8 @@ static PyObject *CTree_add_many(CTree *self, PyObject *args) {
     Py_ssize_t m;
     if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 3, b, &m, "add_many(s, y, w)") < 0) return NULL;
-    int rc = apply_events(self, b[0].buf, b[1].buf, b[2].buf, NULL, m);
+    int rc = apply_keyed(self, b[0].buf, b[1].buf, b[2].buf, 0, m, 0);
+    rc = rc < 0 ? -1 : rc ? 0 : apply_events(self, b[0].buf, b[1].buf, b[2].buf, NULL, m);
     if (rc == 0)
         for (Py_ssize_t q = 0; q < m && self->pr_state; q++) pr_push(self, ((const double *)b[0].buf)[q]);
     else
@@ -2421,9 +2951,35 @@ static PyObject *CTree_add_many(CTree *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The tree's change of a count window's batch, event by event (sorted, then applied): the new
+   events s, y, w [q0, q1) (an event added and expired within the batch changes nothing) and
+   the removal of the e_old oldest ring records (cancelled ones skipped). The ring is the
+   caller's. Returns 0, or -1 with an exception set. */
+static int apply_window_events(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
+                               Py_ssize_t q1, Py_ssize_t e_old) {
+    Py_ssize_t cap = (q1 - q0) + e_old;
+    double *ev = PyMem_Malloc((size_t)(cap ? cap : 1) * (2 * sizeof(double) + 2));
+    if (!ev) { PyErr_NoMemory(); return -1; }
+    double *ek = ev, *ew = ev + cap;
+    uint8_t *ey = (uint8_t *)(ev + 2 * cap);
+    int8_t *es = (int8_t *)(ey + cap);
+    Py_ssize_t c = 0;
+    for (Py_ssize_t q = q0; q < q1; q++) { ek[c] = s[q]; ew[c] = w ? w[q] : 1.0; ey[c] = y[q]; es[c] = 1; c++; }
+    for (Py_ssize_t q = 0; q < e_old; q++) {
+        Py_ssize_t j = (t->qhead + q) % t->qcap;
+        if (t->qy[j] == CANCELLED) continue;
+        ek[c] = t->qs[j]; ew[c] = t->qw[j]; ey[c] = t->qy[j]; es[c] = -1; c++;
+    }
+    int rc = apply_events(t, ek, ey, ew, es, c);
+    PyMem_Free(ev);
+    return rc;
+}
+
 /* window_push_many(s, y, w, limit): update_many of a count window in one call: the events
    are queued and the oldest beyond limit expire, as window_push would do one by one; the
-   tree takes the net change as one sorted batch. */
+   tree takes the net change: rebuilt from the batch when every queued record expires
+   (replace_all), else by key when the batch repeats few keys (apply_keyed), else as one
+   sorted batch of per-event changes (apply_window_events). */
 static PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
     Py_buffer b[3];
     Py_ssize_t m;
@@ -2431,10 +2987,10 @@ static PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
     if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 4, b, &m, "window_push_many(s, y, w, limit)") < 0) return NULL;
     PyObject *res = NULL;
-    double *ev = NULL;
     Py_ssize_t limit = PyLong_AsSsize_t(PyTuple_GET_ITEM(args, 3));
     if (limit == -1 && PyErr_Occurred()) goto done;
     if (limit < 1) { PyErr_SetString(PyExc_ValueError, "limit must be >= 1"); goto done; }
+    if (m > (Py_ssize_t)UINT32_MAX) { PyErr_SetString(PyExc_MemoryError, "batch too large"); goto done; }
     {
         const double *s = b[0].buf, *w = b[2].buf;
         const uint8_t *y = b[1].buf;
@@ -2442,30 +2998,17 @@ static PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
         Py_ssize_t e_old = k < self->qsize ? k : self->qsize, e_new = k - e_old; /* expired: old records, new events */
         Py_ssize_t keep = total - k;
         if (ring_grow(self, keep > self->qsize ? keep : self->qsize, limit + 1) < 0) goto done;
-        /* the tree's change: the new events not expired at once (an event added and expired
-           within the batch changes nothing), and the removal of the live expired records */
-        Py_ssize_t cap = (m - e_new) + e_old;
-        ev = PyMem_Malloc((size_t)(cap ? cap : 1) * (2 * sizeof(double) + 2));
-        if (!ev) { PyErr_NoMemory(); goto done; }
-        double *ek = ev, *ew = ev + cap;
-        uint8_t *ey = (uint8_t *)(ev + 2 * cap);
-        int8_t *es = (int8_t *)(ey + cap);
-        Py_ssize_t c = 0;
-        for (Py_ssize_t q = e_new; q < m; q++) { ek[c] = s[q]; ew[c] = w[q]; ey[c] = y[q]; es[c] = 1; c++; }
-        for (Py_ssize_t q = 0; q < e_old; q++) {
-            Py_ssize_t j = (self->qhead + q) % self->qcap;
-            if (self->qy[j] == CANCELLED) continue;
-            ek[c] = self->qs[j]; ew[c] = self->qw[j]; ey[c] = self->qy[j]; es[c] = -1; c++;
-        }
-        if (apply_events(self, ek, ey, ew, es, c) < 0) goto done;
+        int how = e_old == self->qsize ? replace_all(self, s, y, w, e_new, m) : 0;
+        if (how == 0) how = apply_keyed(self, s, y, w, e_new, m, e_old);
+        if (how == 0) how = apply_window_events(self, s, y, w, e_new, m, e_old);
+        if (how < 0) goto done;
         /* the ring: drop the expired records, queue the new events that stay */
         self->qhead = self->qcap ? (self->qhead + e_old) % self->qcap : 0;
         self->qsize -= e_old;
-        for (Py_ssize_t q = e_new; q < m; q++) ring_put(self, s[q], y[q], w[q], 0.0);
+        ring_put_many(self, s + e_new, y + e_new, w ? w + e_new : NULL, m - e_new);
     }
     res = Py_None; Py_INCREF(res);
 done:
-    PyMem_Free(ev);
     for (int g = 0; g < 3; g++) PyBuffer_Release(&b[g]);
     return res;
 }
@@ -3246,6 +3789,12 @@ static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
     return Py_BuildValue("(LLL)", two_thread_batches, deferred_runs, multi_key_leaves);
 }
 
+/* _path_counters() -> (batches applied by key, batches that rebuilt the tree from a batch that
+   replaced the whole window) since the module was loaded; tests only. */
+static PyObject *path_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(LL)", keyed_batches, replaced_batches);
+}
+
 /* _fail_reserve_after(n): tests only, make the n+1-th later reserve() fail (-1: never). */
 static PyObject *set_fail_reserve_after(PyObject *Py_UNUSED(module), PyObject *arg) {
     long long n = PyLong_AsLongLong(arg);
@@ -3260,6 +3809,8 @@ static PyMethodDef module_methods[] = {
     {"_set_simd", (PyCFunction)set_simd, METH_O, "_set_simd(on) -> previous; tests only"},
     {"_batch_counters", (PyCFunction)batch_counters, METH_NOARGS,
      "_batch_counters() -> (two-thread batches, runs deferred to the serial pass, leaves changed in place at two keys or more); tests only"},
+    {"_path_counters", (PyCFunction)path_counters, METH_NOARGS,
+     "_path_counters() -> (batches applied by key, batches that rebuilt the tree from a whole-window batch); tests only"},
     {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
      "_set_batch_threads(n): tests only; 1 = every batch in one thread, 2 = large batches in two; returns the old value"},
     {"_set_rebuild_ratio", (PyCFunction)set_rebuild_ratio, METH_O,

@@ -175,13 +175,30 @@ class WindowsPart(StreamState):
         w = check_weights(ws, m, "ws")
         if w is not None:
             check_weighted_costs(w, self.fn_cost, self.fp_cost, "ws")
-        w = np.ones(m) if w is None else w
-        queue = self._queue
         t = None
         if ts is not None:
             t = check_times(ts, m, "ts")  # one rule with update's t; not used without a period
             if self._period_s is None:
                 t = None
+        if self._period_s is None and not isinstance(self._tree, PyCore):
+            if m == 0:
+                return
+            # compiled core: queue, expiry and the tree's change in one call (the tree rebuilt
+            # from the batch when it replaces the whole window, by key when the batch repeats
+            # few scores, else a radix sort applied leaf by leaf); it reads C-contiguous buffers
+            # (a strided view, e.g. a[::2], is copied here), labels as bytes, no weights: all 1
+            s, y8 = np.ascontiguousarray(s), np.ascontiguousarray(y).view(np.uint8)
+            wc = None if w is None else np.ascontiguousarray(w)
+            if self.window is not None:
+                self._tree.window_push_many(s, y8, wc, self.window)
+            else:
+                self._tree.add_many(s, y8, wc)
+                if wc is not None:
+                    self._ledger.add_many(s, y, wc)
+            self._count_updates(m)
+            return
+        w = np.ones(m) if w is None else w
+        queue = self._queue
         if self._period_s is not None:
             if t is None:
                 raise ValueError("ts (event times) are required when period is set")
@@ -192,19 +209,9 @@ class WindowsPart(StreamState):
                 return
         if m == 0:
             return
-        if self._period_s is None and not isinstance(self._tree, PyCore):
-            # compiled core: queue, expiry, sort and apply in one call (radix sort, leaf by leaf);
-            # it reads C-contiguous buffers (a strided view, e.g. a[::2], is copied here)
-            s, w = np.ascontiguousarray(s), np.ascontiguousarray(w)
-            if self.window is not None:
-                self._tree.window_push_many(s, y.astype(np.uint8), w, self.window)
-            else:
-                self._tree.add_many(s, y.astype(np.uint8), w)
-                self._ledger.add_many(s, y, w)
-            self._count_updates(m)
-            return
         keys, yy, ww, sign = s, y, w, np.ones(m)
         if queue is not None:
+            held = len(queue)
             queue.push_many(s, y.astype(np.uint8), w, t)
             if self.window is not None:
                 k = max(0, len(queue) - self.window)
@@ -216,10 +223,17 @@ class WindowsPart(StreamState):
             if k:
                 out = queue.pop_many(k)
                 live = out[1] != CANCELLED
-                keys = np.concatenate([s, out[0][live]])
-                yy = np.concatenate([y, out[1][live] == 1])
-                ww = np.concatenate([w, out[2][live]])
-                sign = np.concatenate([sign, -np.ones(int(live.sum()))])
+                if (self.window is not None and k >= held and isinstance(self._tree, PyCore)
+                        and self._tree.n_events() == int(live[:held].sum())):
+                    # every event held before expires (the tree holds those and nothing else):
+                    # the tree is rebuilt from the batch's events that stay
+                    self._tree.clear()
+                    keys, yy, ww, sign = s[k - held :], y[k - held :], w[k - held :], sign[k - held :]
+                else:
+                    keys = np.concatenate([s, out[0][live]])
+                    yy = np.concatenate([y, out[1][live] == 1])
+                    ww = np.concatenate([w, out[2][live]])
+                    sign = np.concatenate([sign, -np.ones(int(live.sum()))])
         else:
             self._ledger.add_many(s, y, w)
         # one row per event, sorted by score: the core adds each weight exactly
