@@ -15,14 +15,16 @@ import copy
 import datetime as dt
 import inspect
 import math
-import numbers
 import os
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from river import base
 
+from ._keys import db_key, decode_key, encode_key
 from ._validation import (
     MAX_WEIGHTED_COST,
     MIN_WEIGHTED_COST,
@@ -37,6 +39,9 @@ from .margin import cost_margin
 from .neyman_pearson import NPInfeasibleError
 from .selection import DEFAULT_WINDOWS, WindowSelector, selector_step
 from .stream import StreamingThors
+
+if TYPE_CHECKING:
+    from .store import PendingStore
 
 __all__ = ["ThorsClassifier"]
 
@@ -138,12 +143,32 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     threshold: call ``predict_one(x, key=k)`` (or ``predict_proba_one``) at decision
     time and ``learn_one(x, y, key=k)`` when the label comes. The score is stored under
     ``k`` (at most ``max_pending`` of them; the oldest is dropped when full) and used,
-    then forgotten, by ``learn_one``; an unknown key raises ``KeyError`` and changes
-    nothing. With ``river.evaluate.progressive_val_score`` let the dataset yield
-    ``(x, y, {"key": i})``: river passes the dict to both calls. Without a key,
-    ``learn_one`` scores ``x`` with the model as it is when the label arrives (still
-    out of sample, but not the decision's score); when the features at that time are
+    then forgotten, by ``learn_one``; an unknown key follows ``on_unknown`` (in memory
+    by default it raises ``KeyError`` and changes nothing). With
+    ``river.evaluate.progressive_val_score`` let the dataset yield ``(x, y, {"key": i})``:
+    river passes the dict to both calls. Without a key, ``learn_one`` scores ``x`` with
+    the model as it is when the label arrives (still out of sample, but not the
+    decision's score); when the features at that time are
     the same as at decision time this may even track a fast-learning model better.
+
+    **Pending decisions on disk.** With ``store="pending.sqlite"`` the decisions waiting for
+    their label live in one SQLite file (a :class:`~thors_stream.store.PendingStore`), not in
+    memory: tens of millions of them cost disk, not RAM, and a restart loses nothing that was
+    committed. The store also holds the thresholding state (checkpoints, plus the events
+    learned since the last one), so a wrapper opened on the same file with the same settings
+    resumes its thresholds exactly where the last commit left off; the wrapped model is yours
+    to save (river models pickle). Commits are batched (every 1,000 operations or 0.25 s,
+    checked at each call; ``store_options`` changes them) and :meth:`close` (or ``with``)
+    commits the rest: a crash loses at most the uncommitted tail. ``max_pending_age`` (an
+    ``int``, decisions, or a ``timedelta``, on the clock at decision time) evicts decisions
+    whose label is too late (:attr:`n_evicted`). A label whose key finds nothing (never
+    decided, labelled already, or evicted) follows ``on_unknown``: ``"count"`` (the default
+    with a store: counted in :attr:`n_unmatched`; neither the model nor the threshold
+    learns), ``"score"`` (counted, then learned as a label without a key: ``x`` is scored
+    now) or ``"raise"`` (``KeyError``, nothing changes; the default in memory). A store has
+    one writer: a second wrapper on the same file raises
+    :class:`~thors_stream.store.StoreLockedError`; a wrapper with a store is not pickled (its
+    state is the file). See :mod:`thors_stream.store` for durability and the file's checks.
 
     **Score reuse.** ``learn_one`` without a key reuses the score of the last
     ``predict_one``/``predict_proba_one`` when its ``x`` equals the features that call
@@ -271,7 +296,21 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         Population share of positives when the labelled events are a biased sample
         (see :class:`~thors_stream.StreamingThors`).
     max_pending
-        Most scores kept for delayed labels (``key=``) at once.
+        Most scores kept for delayed labels (``key=``) at once, in memory (not used with a store).
+    store
+        The path of an SQLite file holding the pending decisions and the thresholding state
+        (created when missing; resumed when it is this wrapper's with the same settings; see
+        above). ``None`` (the default): in memory.
+    max_pending_age
+        With a store: the horizon, an ``int`` (a decision is evicted once more than that many
+        decisions were made after it) or a ``timedelta`` (once a decision more than that much
+        newer was made). ``None``: none.
+    on_unknown
+        ``"count"``, ``"score"`` or ``"raise"``: what a label whose key finds no pending
+        decision does (see above). ``None``: ``"count"`` with a store, ``"raise"`` in memory.
+    store_options
+        With a store: ``commit_every``, ``commit_interval``, ``checkpoint_every``,
+        ``synchronous``, ``cache_mb`` (see :class:`~thors_stream.store.PendingStore`).
     max_fpr, max_fnr, confidence
         Neyman-Pearson mode (see :class:`~thors_stream.StreamingThors`): the cheapest
         threshold whose true FPR (FNR) stays at most ``max_fpr`` (``max_fnr``) with
@@ -352,6 +391,28 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     >>> p = model.predict_proba_one(x)[True]
     >>> model.predict_one(x) == (cost_margin(p, 900.0, 5.0) > model.threshold)
     True
+
+    Pending decisions on disk, and a restart:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "pending.sqlite")
+    >>> def wrapper():
+    ...     return ThorsClassifier(linear_model.LogisticRegression(), fn_cost=10, fp_cost=1, window=500,
+    ...                            warm_up=50, store=path)
+    >>> stream = list(datasets.Phishing())
+    >>> with wrapper() as model:
+    ...     for i, (x, y) in enumerate(stream):
+    ...         _ = model.predict_one(x, key=i)
+    ...         if i >= 100:                                  # each label comes 100 events later
+    ...             x_then, y_then = stream[i - 100]
+    ...             model.learn_one(x_then, y_then, key=i - 100)
+    ...     model.learn_one(x, True, key="no such payment")   # counted, not an error
+    ...     before = model.threshold, model.n_pending, model.n_matched, model.n_unmatched
+    >>> round(before[0], 3), before[1:]
+    (0.263, (100, 1150, 1))
+    >>> with wrapper() as again:      # the same file: the same thresholds and pending decisions
+    ...     (again.threshold, again.n_pending, again.n_matched, again.n_unmatched) == before
+    True
     """
 
     def __init__(
@@ -380,7 +441,23 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         windows: Sequence[int] | None = None,
         pool_weight: float | None = None,
         pool_every: int | None = None,
+        store: str | os.PathLike[str] | None = None,
+        max_pending_age: int | dt.timedelta | None = None,
+        on_unknown: str | None = None,
+        store_options: dict[str, Any] | None = None,
     ) -> None:
+        if on_unknown not in (None, "count", "raise", "score"):
+            raise ValueError(f"on_unknown must be 'count', 'raise' or 'score', got {on_unknown!r}")
+        if store is None and (max_pending_age is not None or store_options is not None):
+            raise ValueError("max_pending_age and store_options apply to a store (store='pending.sqlite'); in memory, "
+                             "max_pending bounds the pending keys")
+        if store is not None and not isinstance(store, (str, os.PathLike)):
+            raise TypeError(f"store must be the path of an SQLite file, got {store!r}")
+        if store_options is not None:
+            allowed = {"commit_every", "commit_interval", "checkpoint_every", "synchronous", "cache_mb"}
+            if not isinstance(store_options, dict) or not set(store_options) <= allowed:
+                raise ValueError(f"store_options must be a dict with keys among {sorted(allowed)}, got "
+                                 f"{store_options!r}")
         if period is not None and type(window) is _DefaultWindow:
             window = None  # the default window gives way to the period (an explicit 10_000 does not)
         if period is not None and window is not None:
@@ -519,6 +596,17 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._cache_x: dict[Hashable, Any] | None = None
         self._cache_score = 0.0
         self._routes: dict[str, frozenset[str] | None] = {}
+        # pending decisions on disk (store=): the PendingStore; None keeps them in self._pending
+        self.store = store
+        self.max_pending_age = max_pending_age
+        self.on_unknown = on_unknown
+        self.store_options = store_options
+        self._policy = on_unknown if on_unknown is not None else "raise" if store is None else "count"
+        self._n_matched = 0  # keyed labels that found their decision (in memory; the store counts its own)
+        self._n_unmatched = 0
+        self._db: PendingStore | None = None
+        if store is not None:
+            self._open_store(store)
 
     # ---------------------------------------------------------------- river plumbing
     def clone(self, new_params: dict[str, Any] | None = None, include_attributes: bool = False) -> ThorsClassifier:
@@ -540,6 +628,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                      "_n_model_labels": 0, "_n_cold_skipped": 0}
         if "_seg_auto" not in state:  # (nor windows=, segments with window='auto' and pooling)
             state = {**state, "_seg_auto": False, "windows": None, "pool_weight": None, "pool_every": None}
+        if "_policy" not in state:  # (nor a store, nor the unknown-key policy)
+            state = {**state, "store": None, "max_pending_age": None, "on_unknown": None, "store_options": None,
+                     "_policy": "raise", "_n_matched": 0, "_n_unmatched": 0, "_db": None}
         self.__dict__.update(state)
 
     @property
@@ -602,6 +693,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             ) from None
 
     def _store(self, key: Hashable, score: Any) -> None:
+        if self._db is not None:
+            self._db_put(key, score)
+            return
         pending = self._pending
         try:
             known = key in pending
@@ -793,7 +887,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             pos = y == 1
         else:
             pos = check_label(y) == 1
-        if key is None and w is None and not kwargs and not self._timed and self._segmented is None:  # lean
+        if key is None and w is None and not kwargs and not self._timed and self._segmented is None and \
+                self._db is None:  # lean
             cached = self._cache_x
             try:  # (_same_features inline: a Python call less per event)
                 same = cached is not None and bool(cached == x)
@@ -828,18 +923,27 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
                                  "or give ThorsClassifier(..., moment=<feature name or callable>)")
             tf = check_time(t, "t")  # (older than the newest: a late label, as StreamingThors takes it)
+        if self._db is not None:
+            self._learn_stored(x, y, pos, key, w, wt, tf, kwargs)
+            return
+        unmatched = False
         if key is not None:
             try:
                 score = self._pending[key]
             except KeyError:
-                raise KeyError(
-                    f"unknown key {key!r}: no score is pending under it (predict_one/predict_proba_one was not "
-                    "called with this key, its label was already learned, or it was evicted: at most "
-                    f"max_pending={self.max_pending} scores are kept, {self._n_evicted} evicted so far)"
-                ) from None
+                if self._policy == "raise":
+                    raise KeyError(
+                        f"unknown key {key!r}: no score is pending under it (predict_one/predict_proba_one was not "
+                        "called with this key, its label was already learned, or it was evicted: at most "
+                        f"max_pending={self.max_pending} scores are kept, {self._n_evicted} evicted so far)"
+                    ) from None
+                if self._policy == "count":
+                    self._n_unmatched += 1
+                    return
+                unmatched, key = True, None  # "score": learned as a label without a key (x scored now)
             except TypeError:
                 raise TypeError(f"key must be hashable, got {key!r}") from None
-        else:
+        if key is None:
             cached = self._cache_x
             if cached is not None and _same_features(cached, x):
                 score = self._cache_score
@@ -867,6 +971,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             self._last_t = tf  # the newest time learned
         if key is not None:
             del self._pending[key]
+            self._n_matched += 1
+        elif unmatched:
+            self._n_unmatched += 1
         if not self._ready:
             self._count(pos)
 
@@ -885,18 +992,27 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
                                  "or give ThorsClassifier(..., moment=<feature name or callable>)")
             tf = check_time(t, "t")
+        if self._db is not None:
+            self._learn_stored(x, y, pos, key, w, wt, tf, kwargs)
+            return
+        unmatched = False
         if key is not None:  # the decision-time margin and costs
             try:
                 margin, fn, fp, n_scored = self._pending[key]
             except KeyError:
-                raise KeyError(
-                    f"unknown key {key!r}: no margin is pending under it (predict_one/predict_proba_one was not "
-                    "called with this key, its label was already learned, or it was evicted: at most "
-                    f"max_pending={self.max_pending} are kept, {self._n_evicted} evicted so far)"
-                ) from None
+                if self._policy == "raise":
+                    raise KeyError(
+                        f"unknown key {key!r}: no margin is pending under it (predict_one/predict_proba_one was not "
+                        "called with this key, its label was already learned, or it was evicted: at most "
+                        f"max_pending={self.max_pending} are kept, {self._n_evicted} evicted so far)"
+                    ) from None
+                if self._policy == "count":
+                    self._n_unmatched += 1
+                    return
+                unmatched, key = True, None  # "score": learned as a label without a key (x scored now)
             except TypeError:
                 raise TypeError(f"key must be hashable, got {key!r}") from None
-        else:  # re-scored: the current model's probability (reused when predict_one just gave it for this x)
+        if key is None:  # re-scored: the current model's probability (reused when predict_one just gave it for this x)
             cached = self._cache_x
             p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
             margin, fn, fp, n_scored = self._margin_entry(p, x, None)
@@ -917,6 +1033,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self._n_model_labels += 1
         if key is not None:
             del self._pending[key]
+            self._n_matched += 1
+        elif unmatched:
+            self._n_unmatched += 1
         if not learn:  # a cold start's margin: the model had learned too few labels to score it
             self._n_cold_skipped += 1
             return
@@ -987,6 +1106,214 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             accepted = self._routes["learn_one"] = _accepted_kwargs(self.classifier, "learn_one")
         return accepted is None or "w" in accepted
 
+    # ---------------------------------------------------------------- pending decisions on disk
+    def _store_settings(self) -> dict[str, Any]:
+        """The settings a store records at creation and checks at every opening (JSON)."""
+        def num(v: Any) -> Any:
+            if v is None or isinstance(v, (bool, str)):
+                return v
+            if isinstance(v, (int, float, np.integer, np.floating)):
+                f = float(v)
+                return f if math.isfinite(f) else repr(f)
+            return ["callable", None] if callable(v) else repr(v)
+
+        def label(v: Any) -> Any:
+            try:
+                return encode_key(v)
+            except TypeError:
+                return ["repr", repr(v)]
+
+        def setting(v: Any) -> Any:
+            return ["feature", v] if isinstance(v, str) else ["callable", None] if callable(v) else num(v)
+
+        thors = self._thors
+        out: dict[str, Any] = {
+            "kind": "ThorsClassifier", "decide_on": self.decide_on, "fn_cost": setting(self.fn_cost),
+            "fp_cost": setting(self.fp_cost), "window": "auto" if isinstance(self.window, str) else thors.window,
+            "windows": None if self.windows is None else sorted(self.windows), "period": num(thors._period_s),
+            "warm_up": self.warm_up, "default_threshold": num(self.default_threshold),
+            "class_prior": num(self.class_prior), "max_fpr": num(self.max_fpr), "max_fnr": num(self.max_fnr),
+            "confidence": num(self.confidence) if self._np else None, "pos_label": label(self.pos_label),
+            "neg_label": label(self.neg_label), "auto_choose": self.auto_choose, "segment": setting(self.segment),
+            "min_per_class": self.min_per_class, "max_segments": self.max_segments,
+            "min_model_labels": self.min_model_labels if self._margin else None,
+            "pool_weight": num(self.pool_weight), "pool_every": self.pool_every,
+        }
+        return out
+
+    def _open_store(self, path: str | os.PathLike[str]) -> None:
+        """Open (or create) the store and resume the thresholding state it holds: its
+        checkpoint, then the events learned after it, replayed in order."""
+        from .checkpoint import parse_checkpoint
+        from .store import PendingStore
+
+        db = PendingStore(path, owner="ThorsClassifier", settings=self._store_settings(),
+                          max_pending_age=self.max_pending_age,
+                          on_unknown="raise" if self._policy == "raise" else "count", **(self.store_options or {}))
+        try:
+            data, events = db.restore()
+            if data is not None:
+                ck = parse_checkpoint(data, "ThorsClassifier.thresholding",
+                                      f"{db._where} (checkpoint {db.n_checkpoints})", literal=("pending_keys",))
+                self._restore_thresholding(ck)
+            for s, y, w, t, seg, nm in events:
+                pos = y == 1
+                if self._margin:
+                    self._n_model_labels += 1
+                    if nm < self.min_model_labels:
+                        self._n_cold_skipped += 1
+                        continue
+                self._apply(s, pos, w, t, seg)
+        except BaseException:
+            db.abandon()
+            raise
+        db.state_fn = self._state_bytes
+        self._db = db
+
+    def _state_bytes(self) -> bytes:
+        from .checkpoint import checkpoint_bytes
+
+        return checkpoint_bytes("ThorsClassifier.thresholding", *self._thresholding_parts())
+
+    def _apply(self, score: float, pos: bool, weight: float, tf: float | None, seg: Any) -> None:
+        """Teach the thresholder one event (the store's learn path and its replay)."""
+        if self._selector is not None:
+            self._selector.update(score, pos, weight)
+        elif self._segmented is not None:
+            self._segmented.update(seg, score, pos, weight, tf)
+        else:
+            self._thors.update(score, pos, weight, tf)
+        if tf is not None and tf > self._last_t:
+            self._last_t = tf  # the newest time learned
+        if not self._ready:
+            self._count(pos)
+
+    def _db_put(self, key: Hashable, entry: Any) -> None:
+        """Store a decision in the store: the score, or ``(margin, fn_i, fp_i, model labels)``."""
+        db = self._db
+        assert db is not None
+        if entry.__class__ is tuple:
+            s, fn, fp, nm = entry
+        else:
+            s, fn, fp, nm = entry, 1.0, 1.0, 0
+            if s - s != 0.0:
+                raise ValueError(f"the model's probability of the positive class is {s!r}, not a finite number; "
+                                 f"the decision was not stored (event key {_show(key)})")
+        try:
+            v, kt = db_key(key)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} (event key {_show(key)})") from None
+        db._check_open()
+        db._put(v, kt, s, fn, fp, None, time.time(), nm)
+        db.tick()
+
+    def _learn_stored(self, x: dict[Hashable, Any], y: Any, pos: bool, key: Hashable | None, w: float | None,
+                      wt: float, tf: float | None, kwargs: dict[str, Any]) -> None:
+        """``learn_one`` with a store (label, weight and time checked): the decision is taken from
+        the store (an unknown key follows ``on_unknown``), or ``x`` is scored now; every check
+        comes before the store, the model or the thresholder changes; the event learned is
+        logged for a restart."""
+        db = self._db
+        assert db is not None
+        margin = self._margin
+        seg = None
+        if self._segmented is not None:
+            seg = self._segment_of(x)
+            try:
+                db._segment_text(seg)  # storable in the log, or raises
+            except TypeError as exc:
+                raise TypeError(f"{exc}{_event(key, x)}") from None
+        rescore = key is None
+        if key is not None:
+            try:
+                db_key(key)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{exc} (event key {_show(key)})") from None
+            if self._policy == "score" or (margin and w is not None):
+                e0 = db.peek(key)
+                if e0 is None:
+                    rescore = self._policy == "score"
+                elif margin:
+                    self._margin_weight(e0.fn_cost if pos else e0.fp_cost, pos, wt, key, x)
+        if rescore:  # the current model's score (reused when predict_one just gave it for this x)
+            cached = self._cache_x
+            p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
+            if margin:
+                s, fn, fp, nm = self._margin_entry(p, x, key)
+            else:
+                if p - p != 0.0:
+                    self._reject_score(p)
+                s, fn, fp, nm = p, 1.0, 1.0, 0
+            weight = self._margin_weight(fn if pos else fp, pos, wt, key, x) if margin else wt
+        if key is not None:
+            e = db.take(key)  # on_unknown="raise": KeyError, nothing changed
+            if e is None and not rescore:  # on_unknown="count": counted, nothing learned
+                db.tick()
+                return
+            if e is not None:  # (its weight was checked by the peek when w was given)
+                s, fn, fp, nm = e.score, e.fn_cost, e.fp_cost, e.model_labels
+                weight = self._margin_weight(fn if pos else fp, pos, wt, key, x) if margin else wt
+        self._cache_x = None
+        model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
+        if w is not None and self._model_takes_w():
+            model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
+        first_negative = not pos and self._neg_seen is None
+        if first_negative:
+            self._neg_seen = y  # the first negative label (predict_one returns it; checkpointed below)
+        self.classifier.learn_one(x, y, **model_kwargs)
+        if margin:
+            self._n_model_labels += 1
+        if not margin or nm >= self.min_model_labels:
+            self._apply(s, pos, weight, tf, seg)
+        else:  # a cold start's margin: the model had learned too few labels to score it
+            self._n_cold_skipped += 1
+        if self._segmented is not None:
+            db.log(s, int(pos), weight, t=tf, segment=seg, model_labels=nm)
+        else:
+            db.log(s, int(pos), weight, t=tf, model_labels=nm)
+        if first_negative:
+            db.commit(checkpoint=True)  # the negative label is state the log does not carry
+        else:
+            db.tick()
+
+    @staticmethod
+    def _margin_weight(cost: float, pos: bool, wt: float, key: Hashable | None, x: Any) -> float:
+        weight = cost * wt
+        if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:
+            raise ValueError(f"the event's weight, w={wt!r} times its {'fn_cost' if pos else 'fp_cost'} "
+                             f"{cost!r}, is {weight!r}, outside [2**-960, 2**960]{_event(key, x)}")
+        return weight
+
+    def commit(self, *, checkpoint: bool = False) -> None:
+        """With a store: commit the decisions and labels not committed yet now (with
+        ``checkpoint``, a checkpoint of the thresholding state too). Commits are otherwise
+        batched (see the class docstring); call this when the stream pauses. Without a store:
+        nothing to do. O(uncommitted batch)."""
+        if self._db is not None:
+            self._db.commit(checkpoint=checkpoint)
+
+    def close(self) -> None:
+        """With a store: commit, write a checkpoint of the thresholding state, and release the
+        file and its lock (then the wrapper can no longer decide with a key or learn). Without
+        one: nothing to do. Idempotent."""
+        if self._db is not None:
+            self._db.close()
+
+    def __enter__(self) -> ThorsClassifier:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        db = self.__dict__.get("_db")
+        if db is not None:
+            raise TypeError(f"a ThorsClassifier with a store ({db.path!r}) cannot be pickled or copied: its "
+                            "thresholding state and pending decisions live in the store; close it and open the "
+                            "store again with a new wrapper (pickle the wrapped model on its own)")
+        return self.__dict__
+
     # ---------------------------------------------------------------- inspection
     @property
     def threshold(self) -> float:
@@ -1039,8 +1366,35 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
 
     @property
     def n_pending(self) -> int:
-        """Number of scores (margins, with per-event costs) stored under a key and waiting for their label."""
+        """Number of scores (margins, with per-event costs) stored under a key and waiting for their label
+        (with a store, the decisions pending in it)."""
+        if self._db is not None:
+            return self._db.pending
         return len(self._pending)
+
+    @property
+    def n_matched(self) -> int:
+        """Labels given with a ``key`` that found their pending decision (with a store, over
+        the store's whole life; in memory, this wrapper's)."""
+        return self._db.matched if self._db is not None else self._n_matched
+
+    @property
+    def n_unmatched(self) -> int:
+        """Labels given with a ``key`` that found no pending decision (never decided, labelled
+        already, or evicted), with ``on_unknown="count"`` or ``"score"``."""
+        return self._db.unmatched if self._db is not None else self._n_unmatched
+
+    @property
+    def n_evicted(self) -> int:
+        """Pending decisions dropped before their label came: by ``max_pending_age`` with a
+        store, by ``max_pending`` in memory."""
+        return self._db.evicted if self._db is not None else self._n_evicted
+
+    @property
+    def pending_store(self) -> PendingStore | None:
+        """With ``store=``: the :class:`~thors_stream.store.PendingStore` (read its counters,
+        ``keys()``, ``commit()``); else ``None``."""
+        return self._db
 
     @property
     def decide_on(self) -> str:
@@ -1095,7 +1449,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """
         from .checkpoint import write_checkpoint
 
-        keys = [_encode_pending_key(k) for k in self._pending]
+        params, state, arrays = self._thresholding_parts()
+        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
+
+    def _thresholding_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
+        """``(params, state, arrays)`` of the thresholding state, as :meth:`save_thresholding`
+        writes them (with a store, no pending keys: they are in the store). O(window + pending)."""
+        keys = [encode_key(k) for k in self._pending]
         params, state, arrays = self._thors._checkpoint_parts()
         params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
         state = {
@@ -1103,7 +1463,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
         }
         if not self._plain_labels:  # the negative label predict_one answers (learned, or given)
-            state["neg_label"] = _encode_pending_key(self._neg_seen)
+            state["neg_label"] = encode_key(self._neg_seen)
         if self._margin:  # per-event costs: the settings, the model's label count, each pending decision's parts
             params["margin"] = self._margin_settings()
             state["n_model_labels"], state["n_cold_skipped"] = self._n_model_labels, self._n_cold_skipped
@@ -1124,7 +1484,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             state["segments"] = gs
             state["segment_keys"] = [_encode_segment_key(k) for k in seg_keys]
             arrays.update(ga)
-        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
+        return params, state, arrays
 
     def load_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
         """Restore what :meth:`save_thresholding` wrote; the settings must match this wrapper.
@@ -1138,7 +1498,15 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         """
         from .checkpoint import read_checkpoint_full
 
+        if self._db is not None:
+            raise ValueError(f"this wrapper resumes from its store {self._db.path!r}, not from a file; load "
+                             f"{os.fspath(path)!r} into a wrapper without a store")
         ck = read_checkpoint_full(path, "ThorsClassifier.thresholding", key=key, literal=("pending_keys",))
+        self._restore_thresholding(ck)
+
+    def _restore_thresholding(self, ck: Any) -> None:
+        """Check every part of the checkpoint ``ck`` against this wrapper's settings, then take
+        it (nothing changes when a check fails). O(window + pending)."""
         where, legacy = ck.where, ck.revision < 2
         arrays = dict(ck.arrays)
         scores = arrays.pop("pending_scores", None)
@@ -1300,72 +1668,26 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
 
 
 # ---------------------------------------------------------------- checkpoint helpers
-_KEY_DEPTH = 32  # tuples nested deeper are not stored
-
-
-def _encode_pending_key(k: Any, depth: int = 0) -> list[Any]:
-    """A pending key as ``[tag, value]``: its type survives the JSON header exactly.
-
-    Tags: ``"s"`` str, ``"i"`` int, ``"f"`` float (non-finite ones are tagged again by
-    the checkpoint writer), ``"b"`` bool, ``"y"`` bytes (hex), ``"n"`` None, ``"t"``
-    tuple (a list of tagged items). Anything else raises ``TypeError``.
-    """
-    if isinstance(k, str):
-        return ["s", str(k)]
-    if isinstance(k, (bool, np.bool_)):
-        return ["b", bool(k)]
-    if isinstance(k, numbers.Integral):
-        return ["i", int(k)]
-    if isinstance(k, numbers.Real):
-        return ["f", float(k)]
-    if isinstance(k, bytes):
-        return ["y", k.hex()]
-    if k is None:
-        return ["n", None]
-    if isinstance(k, tuple) and depth < _KEY_DEPTH:
-        return ["t", [_encode_pending_key(v, depth + 1) for v in k]]
-    raise TypeError(
-        f"save_thresholding stores keys that are str, int, float, bool, bytes, None or tuples of these "
-        f"(nested at most {_KEY_DEPTH} deep), got {k!r}"
-    )
+_encode_pending_key = encode_key  # (the name this module used before keys moved to thors_stream._keys)
 
 
 def _encode_segment_key(k: Any) -> list[Any]:
-    """A segment key, tagged as pending keys are (:func:`_encode_pending_key`)."""
+    """A segment key, tagged as pending keys are (:func:`thors_stream._keys.encode_key`)."""
     try:
-        return _encode_pending_key(k)
+        return encode_key(k)
     except TypeError:
         raise TypeError(f"save_thresholding stores segments that are str, int, float, bool, bytes, None or tuples "
                         f"of these, got {k!r}"[:400]) from None
 
 
-def _decode_pending_key(v: Any, legacy: bool, field: str, where: str, depth: int = 0) -> Any:
-    """Undo :func:`_encode_pending_key` (``legacy``: a bare str or int, as files without
-    ``revision`` wrote them)."""
+def _decode_pending_key(v: Any, legacy: bool, field: str, where: str) -> Any:
+    """Undo :func:`thors_stream._keys.encode_key` (``legacy``: a bare str or int, as files
+    without ``revision`` wrote them)."""
     if legacy:
         if type(v) in (str, int):
             return v
         raise ValueError(f"{where} is invalid: {field} must be a str or int key, got {v!r}"[:400])
-    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str):
-        tag, x = v
-        if tag == "s" and type(x) is str:
-            return x
-        if tag == "i" and type(x) is int:
-            return x
-        if tag == "f" and type(x) is float:
-            return x
-        if tag == "b" and type(x) is bool:
-            return x
-        if tag == "n" and x is None:
-            return None
-        if tag == "y" and type(x) is str:
-            try:
-                return bytes.fromhex(x)
-            except ValueError:
-                pass
-        if tag == "t" and type(x) is list and depth < _KEY_DEPTH:
-            return tuple(_decode_pending_key(e, False, f"{field}[{i}]", where, depth + 1) for i, e in enumerate(x))
-    raise ValueError(f"{where} is invalid: {field} must be a tagged key [tag, value], got {v!r}"[:400])
+    return decode_key(v, field, where)
 
 
 def _check_fields(obj: dict[str, Any], name: str, fields: set[str], where: str) -> None:
