@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
                         "margin_stream", "store"}),
     ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
-                                       "__init__", "service"}),
+                                       "__init__", "service", "cli_serve"}),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import random
@@ -199,14 +200,14 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def test_the_real_server_over_http_and_a_sigterm_that_commits(tmp_path):
+def test_thors_serve_runs_the_real_server_over_http_and_a_sigterm_commits(tmp_path):
     import httpx
 
     path = tmp_path / "fraud.sqlite"
     port = _free_port()
-    code = (f"from thors_stream.service import serve; serve({str(path)!r}, fn_cost=5.0, fp_cost=1.0, window=100, "
-            f"warm_up=0, port={port})")
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    cmd = [sys.executable, "-m", "thors_stream", "serve", "--store", str(path), "--fn-cost", "5", "--fp-cost", "1",
+           "--window", "100", "--warm-up", "0", "--port", str(port), "--max-pending-age", "90d"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
@@ -239,6 +240,26 @@ def test_the_real_server_over_http_and_a_sigterm_that_commits(tmp_path):
     for e, y in evs[:20]:
         ref.update(e["score"], y)
     assert thr == ref.get()
-    with DecisionLoop(path, fn_cost=5.0, fp_cost=1.0, window=100, warm_up=0) as loop:  # committed on SIGTERM
+    with DecisionLoop(path, fn_cost=5.0, fp_cost=1.0, window=100, warm_up=0,
+                      max_pending_age=dt.timedelta(days=90)) as loop:  # committed on SIGTERM
         assert loop.threshold == thr and loop.pending == 10 and loop.matched == 20
     assert not os.path.exists(f"{path}-wal") or os.path.getsize(f"{path}-wal") == 0
+
+
+def test_thors_serve_refuses_a_store_it_cannot_use_naming_it(tmp_path, capsys):
+    from thors_stream.cli import main
+
+    junk = tmp_path / "notes.txt"
+    junk.write_text("not a database\n" * 10)
+    args = ["serve", "--store", str(junk), "--fn-cost", "5", "--fp-cost", "1", "--port", "1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("thors serve: error:") and "notes.txt" in err and "not a thors_stream store" in err
+    path = tmp_path / "s.sqlite"
+    with DecisionLoop(path, fn_cost=5.0, fp_cost=1.0):  # the store is in use
+        assert main(["serve", "--store", str(path), "--fn-cost", "5", "--fp-cost", "1", "--port", "1"]) == 2
+        assert "is open for writing" in capsys.readouterr().err
+    assert main(["serve", "--store", str(path), "--fn-cost", "6", "--fp-cost", "1", "--port", "1"]) == 2
+    assert "other settings" in capsys.readouterr().err
+    assert main(["serve", "--store", str(path), "--fn-cost", "5", "--fp-cost", "1", "--window", "0"]) == 2
+    assert "--window" in capsys.readouterr().err

@@ -25,7 +25,8 @@ one that imports it back), lowest first:
 8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
    ``metrics``, ``margin_stream``, ``store``: pending decisions and state on disk);
 9. integrations and entry points (``river``, ``sklearn``, ``dask``, ``io``, ``cli``,
-   ``demo``, ``money``: progressive evaluation in money, ``service``: the HTTP threshold service).
+   ``demo``, ``money``: progressive evaluation in money, ``service``: the HTTP threshold service,
+   ``cli_serve``: ``thors serve``).
 """
 
 from ._version import __version__ as __version__

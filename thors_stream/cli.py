@@ -267,6 +267,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="confidence of the realised-cost bound behind the cost alert (default 0.95)")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (there is one only when stderr is a terminal and tqdm is installed)")
+    from .cli_serve import add_serve_parser
+
+    add_serve_parser(sub)  # thors serve: the threshold service (thors_stream.cli_serve)
     return p
 
 
@@ -1299,6 +1302,10 @@ def _run(argv: list[str] | None) -> int:
             code = EXIT_OK
         elif args.command == "fit":
             code = cmd_fit(args)
+        elif args.command == "serve":
+            from .cli_serve import run_serve
+
+            code = run_serve(args)
         else:
             code = cmd_replay(args)
         sys.stdout.flush()  # a closed pipe shows here, inside main, not at interpreter exit
