@@ -374,9 +374,9 @@ def test_the_documented_nightly_script_runs_twice_on_a_fresh_directory_and_exit_
     second = json.loads((job / "deployed.json").read_text())
     assert second["baseline"]["shift"] == 0.0 and second["baseline"]["changes"] == []
     assert all(v["shift"] == 0.0 for v in second["baseline"]["segments"].values())
-    _today(job / "today.csv", shift=1.5)  # scores drift: a large move is refused, and cron sees it
-    code, out, err = night()
-    assert code == 4 and "more than --max-shift 0.5" in err and "nightly: a large move" in err
+    (job / "today.csv").write_text("score,fraud,country\n0.5,1,FR\n")  # the amount column went missing
+    code, out, err = night()  # cron sees the failure, nothing is published
+    assert code == 2 and "no column 'amount'" in err and "nightly: bad input or a bug (exit 2)" in err
     assert json.loads((job / "deployed.json").read_text()) == second and not (job / "candidate.json").exists()
 
 
@@ -462,3 +462,92 @@ def test_bootstrap_needs_baseline_and_a_missing_baseline_is_an_error_without_it(
     code, out, _ = run(["fit", d / "a.csv", *base, "--baseline", tmp_path / "none.json", "--bootstrap", "--json"],
                        capsys)
     assert code == 0 and json.loads(out)["first_release"] is True and "baseline" not in json.loads(out)
+
+
+# ------------------------------------------------------------------ 4. start-up and the time it took
+def test_the_cli_imports_no_heavy_module_until_needed(tmp_path):
+    """`import thors_stream.cli`, `thors fit --help` and a small fit without bounds load neither
+    scipy.stats nor pyarrow nor river (a module check, not a timing)."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "s.csv"
+    p.write_text("score,label\n" + "".join(f"{i / 50},{int(i % 3 == 0)}\n" for i in range(100)))
+    heavy = ("scipy.stats", "pyarrow", "river", "pandas", "sklearn")
+    code = ("import sys\nimport thors_stream.cli as c\n"
+            "assert c.main(sys.argv[1:]) == 0\n"
+            f"print(sorted(m for m in {heavy!r} if m in sys.modules))")
+    for argv in ([], ["fit", "--help"], ["fit", str(p), "--score-col", "score", "--label-col", "label", "--fn-cost",
+                                           "5", "--fp-cost", "1", "--no-bounds"]):
+        if not argv:
+            argv_code = code.replace("assert c.main(sys.argv[1:]) == 0\n", "")
+        else:
+            argv_code = code.replace("assert c.main(sys.argv[1:]) == 0", "try:\n    c.main(sys.argv[1:])\n"
+                                     "except SystemExit:\n    pass")
+        out = subprocess.run([sys.executable, "-c", argv_code, *argv], capture_output=True, text=True, timeout=60,
+                             check=True).stdout
+        assert out.splitlines()[-1] == "[]", (argv, out)
+
+
+def test_time_line_reports_the_whole_wall_time(segmented, capsys):
+    import re
+
+    code, out, _ = run(["fit", segmented / "a.csv", "--score-col", "score", "--label-col", "label", "--fn-cost", 5,
+                        "--fp-cost", 1], capsys)
+    m = re.search(r"time +([\d.]+) s in all: start-up ([\d.]+) s, parse ([\d.]+) s, threshold ([\d.]+) s, "
+                  r"bounds and segments ([\d.]+) s", out)
+    assert code == 0 and m is not None, out
+    total, *parts = map(float, m.groups())
+    assert total >= sum(parts) - 0.004  # (each part rounded to the millisecond)
+    code, out, _ = run(["fit", segmented / "a.csv", "--score-col", "score", "--label-col", "label", "--fn-cost", 5,
+                        "--fp-cost", 1, "--json"], capsys)
+    d = json.loads(out)
+    assert d["total_seconds"] >= d["parse_seconds"] + d["threshold_seconds"] + d["bounds_seconds"]
+    code, _, err = run(["fit", segmented / "a.csv", "--score-col", "score", "--label-col", "label", "--fn-cost", 5,
+                        "--fp-cost", 1, "--no-bounds", "--out", "x.json"], capsys)
+    assert code == 2 and "--no-bounds cannot be combined with --out" in err
+
+
+# ------------------------------------------------------------------ 5. missing options, all at once
+@pytest.mark.parametrize(("argv", "listed"), [
+    (["replay"], "DATA, --score-col, --label-col, --fn-cost (or --fn-cost-col), --fp-cost (or --fp-cost-col), "
+                 "--window or --period and --out are required"),
+    (["replay", "x.csv", "--window", 5, "--label-col", "y"], "--score-col, --fn-cost (or --fn-cost-col), --fp-cost "
+                                                             "(or --fp-cost-col) and --out are required"),
+    (["fit", "x.csv", "--score-col", "s"], "--label-col, --fn-cost (or --fn-cost-col) and --fp-cost (or "
+                                           "--fp-cost-col) are required"),
+    (["fit", "x.csv", "--score-col", "s", "--label-col", "y", "--fp-cost-col", "fee"],
+     "--fn-cost (or --fn-cost-col) is required"),
+])
+def test_missing_required_options_are_reported_all_at_once(capsys, argv, listed):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err == f"thors {argv[0]}: error: {listed} (see thors {argv[0]} --help)\n"
+
+
+def test_other_usage_errors_and_help_are_unchanged(capsys):
+    code, _, err = run(["replay", "x.csv", "--window", 5, "--period", "3d"], capsys)
+    assert code == 2 and "not allowed with argument --window" in err
+    assert run(["fit", "--help"], capsys)[0] == 0
+    code, out, _ = run(["replay", "--help"], capsys)
+    assert code == 0 and "--score-col SCORE_COL" in out and "[--score-col" not in out  # still shown as required
+
+
+# ------------------------------------------------------------------ 6. Neyman-Pearson output explains itself
+def test_neyman_pearson_says_why_the_bound_may_exceed_the_cap(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    y = rng.random(2000) < 0.06
+    s = np.round(rng.normal(1.5 * y, 1.0), 4)
+    p = tmp_path / "np.csv"
+    write_rows(p, ["score", "label"], zip(s.tolist(), y.astype(int).tolist()))
+    base = ["fit", p, "--score-col", "score", "--label-col", "label", "--fn-cost", 10, "--fp-cost", 1]
+    code, out, _ = run([*base, "--max-fpr", 0.1, "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["bounds"]["fpr_upper"] > 0.1 >= d["fpr"]  # the case: the cap holds, the bound is above it
+    (note,) = d["constraint_notes"]
+    assert note.startswith(f"the FPR upper bound {d['bounds']['fpr_upper']:.6f} is above the cap 0.1, yet the true "
+                           "FPR is at most 0.1 with probability 95%: the cap rests on a single order statistic")
+    code, out, _ = run([*base, "--max-fpr", 0.1], capsys)
+    assert f"note          {note}" in out and note.count(". ") == 0  # one sentence
+    code, out, _ = run([*base, "--max-fpr", 0.5, "--json"], capsys)  # a cap the bound stays under: nothing to explain
+    assert json.loads(out)["constraint_notes"] == []

@@ -151,11 +151,68 @@ def _version() -> str:
     return library_version()
 
 
+class _MissingRequired(Exception):
+    """argparse stopped at a missing required argument of a subcommand (``parser``): the whole
+    list is worked out and reported at once (:func:`_report_missing`)."""
+
+    def __init__(self, parser: argparse.ArgumentParser) -> None:
+        super().__init__(parser.prog)
+        self.parser = parser
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (exit code 2)."""
 
     def error(self, message: str) -> Any:
+        if " " in self.prog and message.startswith(("the following arguments are required", "one of the arguments")):
+            raise _MissingRequired(self)
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _missing_options(args: argparse.Namespace) -> list[str]:
+    """Every required input of ``thors fit``/``replay`` that ``args`` lacks, in the order of the usage."""
+    if args.command not in ("fit", "replay"):
+        return []
+    missing = ["DATA"] if args.data is None else []
+    missing += [f"--{k.replace('_', '-')}" for k in ("score_col", "label_col") if getattr(args, k) is None]
+    missing += [f"--{c}-cost (or --{c}-cost-col)" for c in ("fn", "fp")
+                if getattr(args, f"{c}_cost") is None and getattr(args, f"{c}_cost_col") is None]
+    if args.command == "replay":
+        missing += ["--window or --period"] if args.window is None and args.period is None else []
+        missing += ["--out"] if args.out is None else []
+    return missing
+
+
+def _missing_text(prog: str, missing: list[str]) -> str:
+    """``thors fit: error: --score-col and --fn-cost (or --fn-cost-col) are required (see ...)``."""
+    listed = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " and " + missing[-1]
+    return f"{prog}: error: {listed} {'is' if len(missing) == 1 else 'are'} required (see {prog} --help)"
+
+
+def _report_missing(parser: argparse.ArgumentParser, sub: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    """Parse ``argv`` again with the subcommand's requirements lifted, and report every missing
+    required input in one line (exit code 2); another usage error is reported as usual."""
+    lifted: list[tuple[Any, str, Any]] = []
+    for a in sub._actions:
+        if a.required:
+            lifted.append((a, "required", True))
+            a.required = False
+            if not a.option_strings:  # a positional: optional for this parse
+                lifted.append((a, "nargs", a.nargs))
+                a.nargs = "?"
+    for g in sub._mutually_exclusive_groups:
+        if g.required:
+            lifted.append((g, "required", True))
+            g.required = False
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    finally:
+        for obj, attr, value in lifted:
+            setattr(obj, attr, value)
+    print(_missing_text(sub.prog, _missing_options(args) or ["an argument"]), file=sys.stderr)
+    return EXIT_INPUT
 
 
 def _data_args(p: argparse.ArgumentParser) -> None:
@@ -241,6 +298,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"bound the cost of this many new events, at most {MAX_N_TEST:.0e} "
                         "(default: as many as the file has rows)")
     f.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    f.add_argument("--no-bounds", action="store_true",
+                   help="skip the bounds (no scipy, a faster start); not with --out, whose release carries them")
     f.add_argument("--plot", default=None, metavar="PNG", help="save the cost curve (needs matplotlib)")
 
     r = sub.add_parser("replay", help="stream a file through a windowed StreamingThors")
@@ -515,6 +574,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         raise ValueError("--max-shift needs --baseline (the deployed release file)")
     if args.bootstrap and args.baseline is None:
         raise ValueError("--bootstrap needs --baseline (the deployed release file, missing on the first night)")
+    if args.no_bounds and args.out is not None:
+        raise ValueError("--no-bounds cannot be combined with --out: a release file carries its thresholds' bounds")
     _check_cost_options(args)
     _check_outputs(args.data, [("--plot", args.plot), ("--out", args.out)])
     first_release = args.bootstrap and not os.path.lexists(args.baseline)
@@ -532,7 +593,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     r = rule.threshold(args, ev, **np_mode)
     t2 = time.perf_counter()
     n_test = len(ev) if args.n_test is None else args.n_test
-    bounds = _bounds(r, args.confidence, n_test)
+    bounds = None if args.no_bounds else _bounds(r, args.confidence, n_test)
     issue = r.support_issue(args.min_per_class)
     if issue is not None:
         raise Refused(f"refused: {issue} (--min-per-class {args.min_per_class}); nothing published", EXIT_UNSUPPORTED)
@@ -555,6 +616,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             e = _entry(args, v, None, release_entry)
             e["source"] = plan.sources[k]
             seg_entries[str(k)] = e
+    t3 = time.perf_counter()
     # the plot goes to a temporary file renamed onto --plot once the release is written
     with StagedOutputs() as stage:
         if args.plot:
@@ -568,7 +630,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     report = sys.stderr if args.out == "-" else sys.stdout
     if args.json:
         d = r.to_dict()
-        d.update(rows=len(ev), parse_seconds=round(t1 - t0, 6), threshold_seconds=round(t2 - t1, 6))
+        d.update(rows=len(ev), parse_seconds=round(t1 - t0, 6), threshold_seconds=round(t2 - t1, 6),
+                 bounds_seconds=round(t3 - t2, 6), total_seconds=round(_wall_seconds(), 6))
         d["decision"] = decision
         d["cost_unit"] = "money" if rule.money else "cost"
         if rule.money:
@@ -578,6 +641,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
             d["peak_rss_mb"] = peak
         if bounds is not None:
             d["bounds"] = {"confidence": args.confidence, **_bounds_dict(bounds)}
+        if np_mode:
+            d["constraint_notes"] = _np_notes(args, bounds)
         if base_info is not None:
             d["baseline"] = base_info
         if first_release:
@@ -610,6 +675,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if np_mode:
         caps = " and ".join(f"true {k[4:].upper()} <= {v:g}" for k, v in np_mode.items() if k != "confidence" and v)
         say(f"constraint    {caps}, with probability {args.confidence:.0%} (cheapest such threshold)")
+        for note in _np_notes(args, bounds):
+            say(f"note          {note}")
     if rule.money:  # the result's rates are shares of the money at stake; the bounds are on event rates
         say(f"FPR           {r.fpr:.6f}   FNR {r.fnr:.6f}   (shares of the money at stake)")
         fpr_ev = (r.count0 - r.count_k0) / r.count0 if r.count0 else 0.0
@@ -669,9 +736,27 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.out is not None and args.out != "-":
         say(f"release       written to {args.out}")
     peak = _peak_rss_mb()
-    say(f"time          parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s"
+    total = _wall_seconds()
+    say(f"time          {total:.3f} s in all: start-up {max(total - (time.perf_counter() - t0), 0.0):.3f} s, "
+        f"parse {t1 - t0:.3f} s, threshold {t2 - t1:.3f} s, bounds and segments {t3 - t2:.3f} s"
         + (f", peak memory {peak:,.0f} MB" if peak is not None else ""))
     return EXIT_OK
+
+
+def _np_notes(args: argparse.Namespace, bounds: Any) -> list[str]:
+    """One sentence per Neyman-Pearson cap whose reported upper bound is above the cap: why both
+    hold (the cap's guarantee and the bounds rest on different statements)."""
+    notes: list[str] = []
+    if bounds is None:
+        return notes
+    for rate, cap, upper, where in (("FPR", args.max_fpr, bounds.fpr_upper, "the negatives' scores, at or below"),
+                                    ("FNR", args.max_fnr, bounds.fnr_upper, "the positives' scores, above")):
+        if cap is not None and upper > cap:
+            notes.append(f"the {rate} upper bound {upper:.6f} is above the cap {cap:g}, yet the true {rate} is at "
+                         f"most {cap:g} with probability {args.confidence:.0%}: the cap rests on a single order "
+                         f"statistic (a rank of {where} the threshold, fixed in advance), the {rate} bounds on a band "
+                         "that must hold at every threshold at once, which is wider")
+    return notes
 
 
 def _thr_value(v: Any) -> float:
@@ -874,6 +959,23 @@ def _check_magnitudes_w(ev: Any, weights: np.ndarray | None, fn_cost: float, fp_
             raise
         raise ValueError(f"the money at stake would overflow (over {_MAX_TOTAL_COST:g}): express the costs (and "
                          "weights) in larger units") from None
+
+
+_IMPORTED = time.perf_counter()  # when this module was imported: the start, where the process's is unknown
+
+
+def _wall_seconds() -> float:
+    """Seconds since the process started (from ``/proc`` on Linux: interpreter start-up and
+    imports included), else since this module was imported."""
+    try:
+        with open("/proc/self/stat") as f:
+            after_name = f.read().rsplit(")", 1)[1].split()
+        started = int(after_name[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks since boot
+        elapsed = time.clock_gettime(time.CLOCK_BOOTTIME) - started
+    except (OSError, ValueError, IndexError, AttributeError):
+        elapsed = math.nan
+    since_import = time.perf_counter() - _IMPORTED
+    return elapsed if since_import <= elapsed < since_import + 3600 else since_import
 
 
 def _peak_rss_mb() -> float | None:
@@ -1274,8 +1376,8 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
         how = f"on the cost margin: {_decision(args)['apply']}; money lost on the held events"
     else:
         how = "money lost on the held events" if rule.money else "cost"
-    print(f"replayed {n:,} events in {secs:.2f} s; final threshold {st.get()!r} ({how} {_num(st.cost)}); "
-          f"trajectory written to {where}", file=sys.stderr)
+    print(f"replayed {n:,} events in {secs:.2f} s ({_wall_seconds():.2f} s in all, with start-up and reading); "
+          f"final threshold {st.get()!r} ({how} {_num(st.cost)}); trajectory written to {where}", file=sys.stderr)
     if mon is not None:
         mon.report()
     return EXIT_OK
@@ -1289,10 +1391,17 @@ def _error_text(exc: BaseException) -> str:
 
 
 def _run(argv: list[str] | None) -> int:
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(argv)
+    except _MissingRequired as exc:  # every missing required input in one line
+        return _report_missing(parser, exc.parser, argv)
     except SystemExit as exc:  # usage error (2), --help or --version (0): return the code, do not exit
         return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+    missing = _missing_options(args)  # (the costs: a number or a column, which argparse cannot require)
+    if missing:
+        print(_missing_text(f"thors {args.command}", missing), file=sys.stderr)
+        return EXIT_INPUT
     try:
         if args.command == "demo":
             from .demo import run_demo

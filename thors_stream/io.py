@@ -36,7 +36,9 @@ One set of rules, the same whichever reader runs (``engine``):
 * **Nulls** (empty Parquet values) are refused, naming the row.
 
 The standard-library reader is the reference. When ``pyarrow`` is installed (the
-``parquet`` extra) CSV is first read with its multi-threaded reader; whenever that fast
+``parquet`` extra) a CSV of :data:`AUTO_ARROW_BYTES` (2 MiB) or more is first read with its
+multi-threaded reader (a smaller one is read by the reference before pyarrow would have
+loaded; ``engine="pyarrow"`` always tries it first); whenever that fast
 path meets anything it does not handle exactly like the reference (a bad value, an
 over-long field, mixed time formats, a ragged row...), the file is read again with the
 standard-library reader, which then gives the answer or the error with its line number.
@@ -59,6 +61,10 @@ from typing import IO, Any
 import numpy as np
 
 __all__ = ["FIELD_LIMIT", "TIME_MAX", "TIME_MIN", "Events", "InputError", "read_events"]
+
+AUTO_ARROW_BYTES = 2 << 20
+"""``engine="auto"`` reads CSV with pyarrow from this size on (when installed): below it the
+standard library is done before pyarrow would have loaded (same answers either way)."""
 
 FIELD_LIMIT = 131_072
 """Longest CSV field accepted, in characters (Python's ``csv.field_size_limit()`` default)."""
@@ -236,6 +242,11 @@ class _Source:
             raw.close()
             raise
         return io.BufferedReader(_Decompressed(inner, self.name, self.compression), 1 << 16)
+
+    def size(self) -> int:
+        """The content's size in bytes, estimated for a compressed input (four times the compressed size)."""
+        raw = len(self.data) if self.data is not None else os.path.getsize(self.path)  # type: ignore[arg-type]
+        return raw * 4 if self.compression else raw
 
     def head(self, n: int) -> bytes:
         if self.data is not None and self.compression is None:
@@ -744,7 +755,8 @@ def read_events(
     The format is found from the content (Parquet starts with ``PAR1``; other formats are
     refused, named). Labels are exactly 0/1/true/false (any case) or 0.0/1.0;
     times seconds or ISO 8601 (a date-time without offset is UTC). ``engine``: ``"auto"``
-    (pyarrow when installed), ``"python"`` (standard library) or ``"pyarrow"`` for CSV; both
+    (pyarrow when installed, for inputs of 2 MiB or more), ``"python"`` (standard library) or
+    ``"pyarrow"`` for CSV; both
     accept the same files and give the same numbers (see the module docstring for the
     rules); Parquet always needs pyarrow. ``fn_cost_col``/``fp_cost_col`` name optional
     columns of per-event costs (finite, > 0), ``segment_col`` a column of segment names
@@ -807,7 +819,7 @@ def _read(src: _Source, wanted: dict[str, str | None], engine: str, probability:
             raise InputError(f"{src.name}: reading {what} needs pyarrow: pip install 'thors_stream[parquet]'")
         if parquet:
             return _read_parquet(src, wanted, probability)
-    if engine == "pyarrow" or (engine == "auto" and _have_pyarrow()):
+    if engine == "pyarrow" or (engine == "auto" and src.size() >= AUTO_ARROW_BYTES and _have_pyarrow()):
         try:
             return _read_csv_arrow(src, wanted, probability)
         except Exception:  # anything unusual: the reference reader decides
