@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __all__ = ["__version__", "library_version"]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 def library_version() -> str:
