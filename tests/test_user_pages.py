@@ -42,8 +42,8 @@ ALLOWED = [
     re.compile(r"\bround\("),
     # a command-line option's name (the paper reproduction's --rounds, the Dask benchmark's --round)
     re.compile(r"--rounds?\b"),
-    # numerical rounding ("1 - confidence rounds to 1") and checkpoint round trips
-    re.compile(r"\brounds? (?:to|up|down|half)\b|\bround[- ]trip", re.I),
+    # numerical rounding ("1 - confidence rounds to 1") and round trips (a checkpoint saved and loaded)
+    re.compile(r"\brounds? to\b|\bround[- ]trip", re.I),
     # "the other way round": the idiom
     re.compile(r"\bway round\b", re.I),
     # target encoding, the name of a way to encode categoricals by the label's mean
