@@ -22,7 +22,7 @@ def test_no_traceback_or_placeholder():
 
 def test_is_a_landing_page():
     assert len(README.splitlines()) <= 200
-    for heading in ("## Arrays", "## Streams", "## river", "## Results", "## Documentation"):
+    for heading in ("## Arrays", "## Money", "## Streams", "## river", "## Results", "## Documentation"):
         assert heading in README
 
 
@@ -44,7 +44,7 @@ def test_opens_with_the_two_commands():
 def test_python_snippets_run():
     """Run every ```python block in order in one namespace, as a reader would paste them."""
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
-    assert len(blocks) == 3, "one example each for arrays, streams and river"
+    assert len(blocks) == 4, "one example each for arrays, money, streams and river"
     ns: dict = {}
     for i, block in enumerate(blocks):
         try:
@@ -59,6 +59,15 @@ def test_python_snippets_run():
     costs = [100 * np.sum(y & (scores <= t)) + 10 * np.sum(~y & (scores > t)) for t in cand]
     assert r.cost == min(costs) and r.threshold == cand[int(np.argmin(costs))]
     assert ns["b"].fpr_lower <= r.fpr <= ns["b"].fpr_upper
+    # money: the cut on the margin loses no more money on its events than the per-event Bayes rule,
+    # and its decisions are the margins above the cut
+    from thors_stream.margin import cost_margins
+
+    p, amount, m, flag = ns["p"], ns["amount"], ns["m"], ns["flag"]
+    assert m.decide_on == "margin" and (flag == (cost_margins(p, amount, 5.0) > m.threshold)).all()
+    bayes = p * amount > (1 - p) * 5.0
+    lost = lambda f: amount[y & ~f].sum() + 5.0 * np.sum(~y & f)  # noqa: E731
+    assert np.isclose(lost(flag), m.cost) and lost(flag) <= lost(bayes)
     # streams: the window's threshold equals the batch answer on the last 1,000 events
     assert ns["thr"] == thors_threshold(scores[-1000:], y[-1000:], fn_cost=100, fp_cost=10).threshold
     # river: the cost the README prints
