@@ -2382,10 +2382,9 @@ static int radix_pass(int sh, uint32_t *hist, Py_ssize_t m, uint64_t **k1, uint6
    their order). An LSD radix sort on the 22 bits (33 from 2**17 keys on) of the keys'
    sortable bits below the highest bit in which they differ, then an insertion pass that
    orders the keys sharing those bits: few in practice, so two or three passes instead of
-   six (paired A/Bs at 20,000 keys: two digits instead of the top three, 0.8 of the sort's
-   time). When that pass has moved more than 2m keys (keys crowded together), it stops and
-   all six digits are sorted: O(m) worst case. 20 bytes of scratch per key. Returns 0, or -1
-   with MemoryError set. */
+   six. When that pass has moved more than 2m keys (keys crowded together), it stops and all
+   six digits are sorted: O(m) worst case. 20 bytes of scratch per key. Returns 0, or -1 with
+   MemoryError set. */
 static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     if (m <= 32) { /* insertion sort */
         for (Py_ssize_t i = 0; i < m; i++) {
@@ -2398,8 +2397,9 @@ static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
     }
     uint64_t *kb = PyMem_Malloc((size_t)m * 2 * sizeof(uint64_t));
     uint32_t *o2 = PyMem_Malloc((size_t)m * sizeof(uint32_t));
-    uint32_t (*hist)[2048] = PyMem_Calloc(6, sizeof *hist);
-    if (!kb || !o2 || !hist) { PyMem_Free(kb); PyMem_Free(o2); PyMem_Free(hist); PyErr_NoMemory(); return -1; }
+    uint32_t hist[3][2048]; /* (on the stack: every digit's only when crowded keys need them) */
+    if (!kb || !o2) { PyMem_Free(kb); PyMem_Free(o2); PyErr_NoMemory(); return -1; }
+    memset(hist, 0, sizeof hist);
     uint64_t *k1 = kb, *k2 = kb + m, b0 = sort_bits(key[0]), differ = 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         uint64_t b = sort_bits(key[i]);
@@ -2430,13 +2430,15 @@ static int radix_order(const double *key, Py_ssize_t m, uint32_t *order) {
         if (moves > budget) done = 0;
     }
     if (!done) { /* crowded keys: a full LSD sort (stable, so equal keys keep their order) */
-        memset(hist, 0, 6 * sizeof *hist);
+        uint32_t (*all)[2048] = PyMem_Calloc(6, sizeof *all);
+        if (!all) { PyMem_Free(kb); PyMem_Free(o2); PyErr_NoMemory(); return -1; }
         for (Py_ssize_t i = 0; i < m; i++)
-            for (int p = 0; p < 6; p++) hist[p][(k1[i] >> (11 * p)) & 2047]++;
-        for (int p = 0; p < 6; p++) radix_pass(11 * p, hist[p], m, &k1, &k2, &src, &dst);
+            for (int p = 0; p < 6; p++) all[p][(k1[i] >> (11 * p)) & 2047]++;
+        for (int p = 0; p < 6; p++) radix_pass(11 * p, all[p], m, &k1, &k2, &src, &dst);
+        PyMem_Free(all);
     }
     if (src != order) memcpy(order, src, (size_t)m * sizeof(uint32_t));
-    PyMem_Free(kb); PyMem_Free(o2); PyMem_Free(hist);
+    PyMem_Free(kb); PyMem_Free(o2);
     return 0;
 }
 
@@ -2477,15 +2479,15 @@ out:
    per-score sum fits a double-double) the tree then holds the very pairs the per-event rows
    give it: an exact sum has one renormalised double-double, whatever the order of its terms.
    (A sum whose low part is not zero goes to the tree as a second row, after the first.)
-   A batch of many distinct keys is told by its first AGG_PROBE events (more than
-   AGG_PROBE_KEYS distinct among them) and sorted instead, as is one of more than AGG_MAX
+   A batch of many distinct keys is told by its first AGG_PROBE events (more than 15/16 of
+   them distinct) and sorted instead, as is one of more than AGG_MAX
    keys or of more keys than half its events (too few rows saved to pay for the hashing, and
    the sorted events of a large batch can take two threads). */
 #define AGG_MAX 16384      /* most distinct keys a batch is aggregated over */
 static long long keyed_batches, replaced_batches; /* tests: batches applied by key, batches that rebuilt the tree */
 #define AGG_MIN 256        /* smaller batches are sorted (nothing to gain) */
-#define AGG_PROBE 1024     /* among the first AGG_PROBE events ... */
-#define AGG_PROBE_KEYS 960 /* ... more distinct keys than this: the batch is sorted instead */
+#define AGG_PROBE 1024     /* more distinct keys than 15/16 of the first AGG_PROBE events: sorted instead */
+#define AGG_PROBE_REBUILD 256 /* (the same for a batch that rebuilds the tree: sorting its values is cheap) */
 
 typedef struct {
     double key;    /* the first of its events (of the signed zeros, the one that came first) */
@@ -2615,22 +2617,23 @@ static int kt_order(const KeyTable *T, uint32_t *order) {
 
 /* Count the batch into T: the added events s, y, w [q0, q1) (w NULL: every weight 1), then the
    removal of the e_old oldest ring records (cancelled ones skipped). Returns 0 when counted, 1
-   when the batch has too many distinct keys (T part filled), -1 with MemoryError set. */
+   when the batch has too many distinct keys (more than AGG_MAX, or more than 15/16 of the
+   first `probe` events; T part filled), -1 with MemoryError set. */
 static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
-                    Py_ssize_t q1, Py_ssize_t e_old) {
-    Py_ssize_t seen = 0;
+                    Py_ssize_t q1, Py_ssize_t e_old, Py_ssize_t probe) {
+    Py_ssize_t seen = 0, probe_keys = probe - probe / 16;
     if (!w) { /* every weight 1: counts only */
         for (Py_ssize_t q = q0; q < q1; q++) {
             Py_ssize_t i = kt_row(T, s[q]);
             if (i < 0) return i == -1 ? 1 : -1;
             T->row[i].n[y[q] ? 0 : 1]++;
-            if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+            if (++seen == probe && T->d > probe_keys) return 1;
         }
     } else {
         for (Py_ssize_t q = q0; q < q1; q++) {
             int rc = kt_add(T, s[q], y[q] ? 0 : 1, w[q]);
             if (rc) return rc;
-            if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+            if (++seen == probe && T->d > probe_keys) return 1;
         }
     }
     Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
@@ -2643,7 +2646,7 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
                 Py_ssize_t i = kt_row(T, t->qs[u]);
                 if (i < 0) return i == -1 ? 1 : -1;
                 T->row[i].n[yy ? 2 : 3]++;
-                if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+                if (++seen == probe && T->d > probe_keys) return 1;
             }
         } else {
             for (Py_ssize_t u = j; u < j + run; u++) {
@@ -2651,7 +2654,7 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
                 if (yy == CANCELLED) continue;
                 int rc = kt_add(T, t->qs[u], yy ? 2 : 3, t->qw[u]);
                 if (rc) return rc;
-                if (++seen == AGG_PROBE && T->d > AGG_PROBE_KEYS) return 1;
+                if (++seen == probe && T->d > probe_keys) return 1;
             }
         }
         left -= run;
@@ -2726,7 +2729,7 @@ static int apply_keyed(CTree *t, const double *s, const uint8_t *y, const double
     if (m < AGG_MIN) return 0;
     KeyTable T;
     if (kt_init(&T, m < AGG_MAX ? m : AGG_MAX) < 0) return -1;
-    int rc = kt_count(&T, t, s, y, w, q0, q1, e_old);
+    int rc = kt_count(&T, t, s, y, w, q0, q1, e_old, AGG_PROBE);
     if (rc || T.d > m / 2) { kt_free(&T); return rc < 0 ? -1 : 0; } /* (less than half the rows: sorted instead) */
     Py_ssize_t d = T.d, cap = 4 * d;
     uint32_t *order = PyMem_Malloc((size_t)(d ? d : 1) * sizeof(uint32_t));
@@ -2820,8 +2823,8 @@ static uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
     for (Py_ssize_t i = 1; i < m; i++) differ |= a[i] ^ a[0];
     if (!differ) return a;
     int hb = 63 - __builtin_clzll(differ);
-    uint32_t (*hist)[2048] = PyMem_Calloc(6, sizeof *hist);
-    if (!hist) { PyErr_NoMemory(); return NULL; }
+    uint32_t hist[2][2048]; /* (on the stack: a calloc of all six digits' cost more than a pass at 10**4) */
+    memset(hist, 0, sizeof hist);
     uint64_t *src = a, *dst = tmp;
     int lo;
     if (m < RADIX_MSD) { /* two LSD passes (22 bits) */
@@ -2867,12 +2870,13 @@ static uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
         if (moves > budget) done = 0;
     }
     if (!done) { /* crowded values: every digit */
-        memset(hist, 0, 6 * sizeof *hist);
+        uint32_t (*all)[2048] = PyMem_Calloc(6, sizeof *all);
+        if (!all) { PyErr_NoMemory(); return NULL; }
         for (Py_ssize_t i = 0; i < m; i++)
-            for (int p = 0; p < 6; p++) hist[p][(src[i] >> (11 * p)) & 2047]++;
-        for (int p = 0; p < 6; p++) values_pass(11 * p, hist[p], m, &src, &dst);
+            for (int p = 0; p < 6; p++) all[p][(src[i] >> (11 * p)) & 2047]++;
+        for (int p = 0; p < 6; p++) values_pass(11 * p, all[p], m, &src, &dst);
+        PyMem_Free(all);
     }
-    PyMem_Free(hist);
     return src;
 }
 
@@ -2926,7 +2930,7 @@ static int replace_all(CTree *t, const double *s, const uint8_t *y, const double
     int keyed = 0;
     if (m >= AGG_MIN) {
         if (kt_init(&T, m < AGG_MAX ? m : AGG_MAX) < 0) goto out;
-        int c = kt_count(&T, t, s, y, w, q0, q1, 0);
+        int c = kt_count(&T, t, s, y, w, q0, q1, 0, AGG_PROBE_REBUILD);
         if (c < 0) goto out;
         keyed = c == 0 && T.d <= m / 2;
         if (!keyed) kt_free(&T);
@@ -2953,7 +2957,21 @@ static int replace_all(CTree *t, const double *s, const uint8_t *y, const double
         if (!sp || !sn) goto out;
         Builder B;
         if (build_begin(&B, t, m, 1, 0) < 0) goto out;
-        Py_ssize_t i1 = 0, i0 = 0;
+        /* (build_key inlined by hand: the leaf at hand and its count in registers; a plain
+           tree's rows are a key and two counts) */
+        Leaf *L = NULL;
+        int32_t ln = FILL;
+        Py_ssize_t i1 = 0, i0 = 0, nkeys = 0;
+#define EMIT(KEY, C1, C0) do {                                                                  \
+            if (ln == FILL) {                                                                  \
+                if (L) { L->n = ln; leaf_agg(t, L, &B.agg[B.nl - 1]); }                        \
+                int32_t li_ = new_leaf(t);                                                     \
+                L = &t->leaves[li_];                                                           \
+                B.level[B.nl] = li_; B.lsep[B.nl] = (KEY); B.nl++;                             \
+                ln = 0;                                                                        \
+            }                                                                                  \
+            L->key[ln] = (KEY); L->c1[ln] = (C1); L->c0[ln] = (C0); ln++; nkeys++;             \
+        } while (0)
         for (;;) { /* the negatives' keys in order, each after the positives' keys below it */
             uint64_t v = i0 < n0 ? sn[i0] : ~(uint64_t)0;
             while (i1 < n1 && sp[i1] < v) { /* positives only */
@@ -2962,7 +2980,7 @@ static int replace_all(CTree *t, const double *s, const uint8_t *y, const double
                 while (++i1 < n1 && sp[i1] == u) {}
                 double key = unsort_bits(u);
                 if (key == 0.0) key = zero_of(s, q0, q1, tzero);
-                build_key(&B, key, (double)(i1 - a1), 0.0, 0.0, 0.0, (uint32_t)(i1 - a1), 0);
+                EMIT(key, (uint32_t)(i1 - a1), 0);
             }
             if (i0 == n0) break;
             Py_ssize_t a0 = i0, a1 = i1;
@@ -2970,9 +2988,11 @@ static int replace_all(CTree *t, const double *s, const uint8_t *y, const double
             while (i1 < n1 && sp[i1] == v) i1++;
             double key = unsort_bits(v);
             if (key == 0.0) key = zero_of(s, q0, q1, tzero);
-            build_key(&B, key, (double)(i1 - a1), 0.0, (double)(i0 - a0), 0.0,
-                      (uint32_t)(i1 - a1), (uint32_t)(i0 - a0));
+            EMIT(key, (uint32_t)(i1 - a1), (uint32_t)(i0 - a0));
         }
+#undef EMIT
+        if (L) L->n = ln;
+        B.L = L; B.n = nkeys;
         build_end(&B);
     } else {
         /* rows (key, weights hi and lo, counts) in key order, then built */
