@@ -30,6 +30,16 @@ so does a move larger than ``MAX_SHIFT``, which a human would review) and a rele
 file written each night (``thors_stream.release``; the last one is read back and
 validated at the end). The table shows the money each one lost.
 
+A last part decides in money with the river wrapper: ``ThorsClassifier(model,
+fn_cost="amount", fp_cost=FEE)`` flags a payment when its cost margin ``logit(p) +
+log(amount / FEE)`` is above a THORS cut learned from labelled payments (0, the per-event
+Bayes rule ``p * amount > (1 - p) * FEE``, until it has enough), and
+``thors_stream.money.progressive_money`` counts the money it lost on the same payments,
+labels ``MATURITY_DAYS`` days late, beside the Bayes rule and the plain 0.5 cut computed from
+the same probabilities. Both models are logistic regressions, which fit this simulation
+well: the cut stays close to the Bayes rule (see ``benchmarks/results/fraud_money.md`` for
+the models where it gains more).
+
 Run: ``python examples/fraud_loop.py`` (under a minute).
 """
 
@@ -227,6 +237,47 @@ def work(directory: Path, slow: float = 0.0) -> dict:
             "release_segments": {k: [v["source"], v["threshold"]] for k, v in release["segments"].items()}}
 
 
+def money_part() -> None:
+    """The river wrapper deciding in money, under ``progressive_money``: a frozen and an online model."""
+    from river import base, linear_model, preprocessing
+
+    from thors_stream.money import progressive_money
+    from thors_stream.river import ThorsClassifier
+
+    class FrozenAfter(base.Classifier):
+        """Learns its first ``n`` labels (the payments before FREEZE_DAYS, in order), then nothing."""
+
+        def __init__(self, model: base.Classifier, n: int) -> None:
+            self.model, self.n, self.learned = model, n, 0
+
+        def learn_one(self, x: dict, y: bool) -> None:
+            if self.learned < self.n:
+                self.model.learn_one(x, y)
+                self.learned += 1
+
+        def predict_proba_one(self, x: dict) -> dict:
+            return self.model.predict_proba_one(x)
+
+    stream = [({**x, "amount": amount}, fraud) for _, _, x, amount, fraud, _ in payments()]
+    delay, burn_in = MATURITY_DAYS * PER_DAY, WARMUP_DAYS * PER_DAY  # in payments: 800 a day on average
+    lr = lambda: preprocessing.StandardScaler() | linear_model.LogisticRegression()  # noqa: E731
+    runs = [("logistic regression frozen after day 40", "decision-time margins (key=)", True,
+             FrozenAfter(lr(), FREEZE_DAYS * PER_DAY)),
+            ("online logistic regression", "re-scored when the label arrives", False, lr())]
+    print()
+    print(f"Deciding in money: ThorsClassifier(model, fn_cost='amount', fp_cost={FEE}) under progressive_money "
+          f"(labels {delay:,} payments late, money counted from payment {burn_in:,})")
+    print()
+    print("| model | the cut learns | wrapper (margin cut) | per-event Bayes rule | plain 0.5 cut | wrapper / Bayes |")
+    print("|---|---|---|---|---|---|")
+    for name, learns, keys, model in runs:
+        wrapper = ThorsClassifier(model, fn_cost="amount", fp_cost=FEE)
+        r = progressive_money(stream, wrapper, fn_cost="amount", fp_cost=FEE, delay=delay, burn_in=burn_in,
+                              use_keys=keys)
+        print(f"| {name} | {learns} | {r.lost:,.0f} | {r.rules['bayes'].lost:,.0f} | "
+              f"{r.rules['plain'].lost:,.0f} | {r.ratio():.3f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", metavar="DIR", help=argparse.SUPPRESS)
@@ -272,6 +323,7 @@ def main() -> None:
         f"{k}: {thr:.4f} ({src})" for k, (src, thr) in crashed["release_segments"].items()))
     if not same:
         raise SystemExit("the restarted run differs from the uninterrupted one")
+    money_part()
 
 
 if __name__ == "__main__":
