@@ -555,3 +555,17 @@ def test_neyman_pearson_says_why_the_bound_may_exceed_the_cap(tmp_path, capsys):
     assert f"note          {note}" in out and note.count(". ") == 0  # one sentence
     code, out, _ = run([*base, "--max-fpr", 0.5, "--json"], capsys)  # a cap the bound stays under: nothing to explain
     assert json.loads(out)["constraint_notes"] == []
+
+
+def test_max_shift_at_exactly_the_measured_shift_publishes_and_a_hair_below_refuses(segmented, tmp_path, capsys):
+    d = segmented
+    base = ["--score-col", "score", "--label-col", "label", "--fn-cost", 5, "--fp-cost", 1]
+    rel = tmp_path / "dep.json"
+    assert run(["fit", d / "a.csv", *base, "--out", rel], capsys)[0] == 0
+    code, out, _ = run(["fit", d / "b.csv", *base, "--baseline", rel, "--json"], capsys)
+    shift = json.loads(out)["baseline"]["shift"]
+    assert code == 0 and shift > 0
+    at = ["fit", d / "b.csv", *base, "--baseline", rel, "--max-shift"]
+    assert run([*at, repr(shift)], capsys)[0] == 0  # a move of exactly the limit is allowed
+    code, _, err = run([*at, repr(float(np.nextafter(shift, 0.0)))], capsys)
+    assert code == 4 and "more than --max-shift" in err
