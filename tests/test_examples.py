@@ -23,7 +23,7 @@ def test_quickstart():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="uses SIGKILL")
 def test_fraud_loop_survives_a_kill():
-    p = run("fraud_loop.py", env={"THORS_FRAUD_PER_DAY": "150", "THORS_FRAUD_PAUSE": "0.2"})
+    p = run("fraud_loop.py", env={"THORS_FRAUD_PER_DAY": "80", "THORS_FRAUD_PAUSE": "0.2"})
     assert p.returncode == 0, p.stderr
     assert "worker killed with SIGKILL" in p.stdout
     assert "identical to an uninterrupted run: True" in p.stdout
@@ -31,3 +31,4 @@ def test_fraud_loop_survives_a_kill():
     assert "| nightly release (segments, guard rails) |" in p.stdout
     assert "release job nights: published" in p.stdout and "refused: too few labels" in p.stdout
     assert "last release file (schema-valid): domestic:" in p.stdout
+    assert "under progressive_money" in p.stdout and "| online logistic regression | re-scored" in p.stdout
