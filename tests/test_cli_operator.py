@@ -570,3 +570,43 @@ def test_max_shift_at_exactly_the_measured_shift_publishes_and_a_hair_below_refu
     assert run([*at, repr(shift)], capsys)[0] == 0  # a move of exactly the limit is allowed
     code, _, err = run([*at, repr(float(np.nextafter(shift, 0.0)))], capsys)
     assert code == 4 and "more than --max-shift" in err
+
+
+# ------------------------------------------------------------------ replay takes what fit takes
+def test_replay_neyman_pearson_equals_the_batch_threshold_on_the_window(collapse, tmp_path, capsys):
+    from thors_stream import thors_threshold
+
+    path, s, y = collapse
+    out = tmp_path / "o.csv"
+    code, _, _ = run(["replay", path, "--score-col", "score", "--label-col", "fraud", "--fn-cost", 10, "--fp-cost", 1,
+                      "--window", 300, "--every", 10, "--max-fpr", 0.1, "--confidence", 0.9, "--out", out,
+                      "--jsonl", tmp_path / "m.jsonl"], capsys)
+    rows = list(csv_rows(out))
+    recs = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
+    assert code == 0 and rows[0]["threshold"] == "None" and recs[0]["threshold"] is None  # too few negatives held
+    assert recs[0]["held"] == 10 and rows[-1]["threshold"] != "None"
+    for r in rows[::7]:
+        e = int(r["event"])
+        lo = max(0, e - 300)
+        if r["threshold"] == "None":
+            with pytest.raises(ValueError, match="needs at least"):
+                thors_threshold(s[lo:e], y[lo:e], fn_cost=10, fp_cost=1, max_fpr=0.1, confidence=0.9)
+            continue
+        want = thors_threshold(s[lo:e], y[lo:e], fn_cost=10, fp_cost=1, max_fpr=0.1, confidence=0.9)
+        assert float(r["threshold"]) == want.threshold and float(r["cost"]) == want.cost
+
+
+def test_replay_with_hysteresis_reports_and_plots_the_published_threshold(collapse, tmp_path, capsys, monkeypatch):
+    import thors_stream.plotting as plotting
+
+    seen = {}
+    monkeypatch.setattr(plotting, "plot_trajectory", lambda x, thr, cost, path, title: seen.update(thr=thr, t=title))
+    path, _, _ = collapse
+    code, _, err = run(["replay", path, "--score-col", "score", "--label-col", "fraud", "--fn-cost", 10, "--fp-cost",
+                        1, "--window", 200, "--every", 50, "--hysteresis", 1e9, "--jsonl", tmp_path / "m.jsonl",
+                        "--out", tmp_path / "o.csv", "--plot", tmp_path / "p.png"], capsys)
+    recs = [json.loads(line) for line in open(tmp_path / "m.jsonl")]
+    assert code == 0 and f"final published threshold {recs[-1]['threshold']!r} (cost {recs[-1]['cost']}" in err
+    opt = recs[-1]["optimal_threshold"]
+    assert f"the optimum {opt if opt == '-inf' else repr(opt)}" in err and recs[-1]["threshold"] != opt
+    assert seen["thr"].tolist() == [r["threshold"] for r in recs] and "published threshold" in seen["t"]

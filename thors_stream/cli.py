@@ -323,7 +323,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="publish a new threshold only when the published one costs more than the optimum by more "
                         "than FRACTION on the held events (checked at every written row)")
     r.add_argument("--confidence", type=_confidence, default=0.95,
-                   help="confidence of the realised-cost bound behind the cost alert (default 0.95)")
+                   help="confidence of the realised-cost bound behind the cost alert, and of --max-fpr/--max-fnr "
+                        "(default 0.95)")
+    r.add_argument("--max-fpr", type=_confidence, default=None, metavar="ALPHA",
+                   help="Neyman-Pearson: keep the true FPR <= ALPHA with probability --confidence (no threshold "
+                        "while the window holds too few negatives: an empty row)")
+    r.add_argument("--max-fnr", type=_confidence, default=None, metavar="ALPHA",
+                   help="Neyman-Pearson: keep the true FNR <= ALPHA with probability --confidence")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (there is one only when stderr is a terminal and tqdm is installed)")
     from .cli_serve import add_serve_parser
@@ -1124,6 +1130,7 @@ class _Monitor:
         self.pub_check: Any = None  # RealisedCostCheck of the published result, made when first needed
         self.pub_at = 0  # the event at which the published threshold was published
         self.over = False  # its realised cost went over its bound (the alert is raised once)
+        self.pub_cost: float | None = None  # its cost on the held events at the last row
         self.since = 0
         self.fn = self.fp = 0.0
         self.n_alerts = 0
@@ -1152,9 +1159,9 @@ class _Monitor:
 
     def row(self, event: int, t: float | None, st: Any, thr: float | None, cost: float | None) -> None:
         args = self.args
-        if thr is None or cost is None:  # nothing held (only late events so far): nothing to publish
-            rec0: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on, "threshold": None, "held": 0,
-                                    "alerts": []}
+        if thr is None or cost is None:  # nothing held (only late events so far) or too few for --max-fpr/fnr
+            rec0: dict[str, Any] = {"event": event, "decide_on": self.rule.decide_on, "threshold": None,
+                                    "held": self.held.held, "alerts": []}
             self.f.write(json.dumps(rec0) + "\n")
             return
         alerts: list[dict[str, Any]] = []
@@ -1187,6 +1194,7 @@ class _Monitor:
             self.fn = self.fp = 0.0
         assert self.pub is not None  # published above when nothing was
         pub_cost, fpr, fnr = self._held_cost(self.pub)
+        self.pub_cost = pub_cost
         tv = None if t is None else _iso(t) if self.dates else float(t)
         c0, c1 = self.held._cnt
         vals = (_round12(pub_cost), round(fpr, 12), round(fnr, 12), _round12(cost), _round12(realised))
@@ -1307,7 +1315,8 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     rule = _Rule(args, ev)  # the stream learns the rule's keys (scores or cost margins) with its weights
     _check_magnitudes_w(ev, rule.weights, rule.fn_cost, rule.fp_cost, args.class_prior, rule.money)
     st = StreamingThors(fn_cost=rule.fn_cost, fp_cost=rule.fp_cost, window=args.window, period=args.period,
-                        class_prior=args.class_prior)
+                        class_prior=args.class_prior, max_fpr=args.max_fpr, max_fnr=args.max_fnr,
+                        confidence=args.confidence)
     held = HeldRates(rule.keys, ev.labels, rule.weights, window=args.window, period=args.period, times=ev.times)
     n = len(ev)
     s, y = rule.keys.tolist(), ev.labels.tolist()
@@ -1315,8 +1324,9 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     t = ev.times.tolist() if ev.times is not None else None
     show_time = _iso if ev.datetimes else repr
     every = args.every
-    xs, thrs, costs = [], [], []
+    xs, thrs, costs, pubs, pub_costs = [], [], [], [], []
     now = -math.inf
+    from .neyman_pearson import NPInfeasibleError
     f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
     mon = _Monitor(args, held, ev.datetimes, jsonl_path, rule) if monitor else None
     bar = _progress(n, not args.no_progress)
@@ -1335,7 +1345,11 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
                     now = t[i]
             held.add(i)
             if (i + 1) % every == 0 or i == n - 1:
-                thr, c, k = st.get(), st.cost, len(st)
+                try:
+                    thr, c = st.get(), st.cost
+                except NPInfeasibleError:  # too few events of a constrained class held: no threshold yet
+                    thr = c = None
+                k = len(st)
                 if held.held != k:  # pragma: no cover - the mirror is tested against the library
                     raise RuntimeError(f"internal error: {held.held} events mirrored, {k} held")
                 fpr, fnr = held.rates(thr) if thr is not None else (math.nan, math.nan)
@@ -1345,6 +1359,8 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
                 out.writerow(row)
                 if mon is not None:
                     mon.row(i + 1, None if t is None else t[i], st, thr, c)
+                    pubs.append(mon.pub)
+                    pub_costs.append(mon.pub_cost)
                 xs.append(i + 1 if t is None else now)
                 thrs.append(thr)
                 costs.append(c)
@@ -1361,23 +1377,32 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
         if mon is not None:
             mon.close()
     secs = time.perf_counter() - t0
+    published = args.hysteresis is not None  # the published threshold differs from the optimum: show it
     if plot_path is not None:
         title = f"replay of {'standard input' if args.data == '-' else args.data}"
+        if published:
+            title += " (published threshold)"
+        y_thr = np.array(pubs if published else thrs, dtype=float)
+        y_cost = np.array(pub_costs if published else costs, dtype=float)
         if t is None:
             from .plotting import plot_trajectory
 
-            plot_trajectory(np.array(xs), np.array(thrs, dtype=float), np.array(costs, dtype=float), plot_path,
-                            title=title)
+            plot_trajectory(np.array(xs), y_thr, y_cost, plot_path, title=title)
         else:
-            _plot_over_time(np.array(xs, dtype=float), np.array(thrs, dtype=float), np.array(costs, dtype=float),
-                            plot_path, dates=ev.datetimes, title=title)
+            _plot_over_time(np.array(xs, dtype=float), y_thr, y_cost, plot_path, dates=ev.datetimes, title=title)
     where = "standard output" if to_stdout else args.out
     if rule.decide_on == "margin":
         how = f"on the cost margin: {_decision(args)['apply']}; money lost on the held events"
     else:
         how = "money lost on the held events" if rule.money else "cost"
+    final, final_cost = thrs[-1], costs[-1]
+    if published and mon is not None:
+        final_txt = (f"final published threshold {mon.pub!r} ({how} {_num(mon.pub_cost)}; the optimum {final!r}, "
+                     f"{_num(final_cost)})")
+    else:
+        final_txt = f"final threshold {final!r} ({how} {_num(final_cost)})"
     print(f"replayed {n:,} events in {secs:.2f} s ({_wall_seconds():.2f} s in all, with start-up and reading); "
-          f"final threshold {st.get()!r} ({how} {_num(st.cost)}); trajectory written to {where}", file=sys.stderr)
+          f"{final_txt}; trajectory written to {where}", file=sys.stderr)
     if mon is not None:
         mon.report()
     return EXIT_OK
