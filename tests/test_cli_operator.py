@@ -197,6 +197,9 @@ def test_zstd_and_gzip_on_standard_input_and_gzipped_parquet(plain, tmp_path, ca
     assert fit_json(zst, capsys, "--engine", engine) == want
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(gzip.compress(data))))
     assert fit_json("-", capsys, "--engine", engine) == want
+    cut = data.index(b"\n", len(data) // 2) + 1  # two gzip members, as `cat a.gz b.gz` makes
+    (tmp_path / "m.gz").write_bytes(gzip.compress(data[:cut]) + gzip.compress(data[cut:]))
+    assert fit_json(tmp_path / "m.gz", capsys, "--engine", engine) == want
     pq.write_table(pa.table({"score": np.loadtxt(path, delimiter=",", skiprows=1)[:, 0],
                              "label": np.loadtxt(path, delimiter=",", skiprows=1)[:, 1].astype(int)}), tmp_path / "p")
     (tmp_path / "p.gz").write_bytes(gzip.compress((tmp_path / "p").read_bytes()))
