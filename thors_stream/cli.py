@@ -164,7 +164,8 @@ class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line on stderr (exit code 2)."""
 
     def error(self, message: str) -> Any:
-        if " " in self.prog and message.startswith(("the following arguments are required", "one of the arguments")):
+        if self.prog in ("thors fit", "thors replay") and message.startswith(
+                ("the following arguments are required", "one of the arguments")):
             raise _MissingRequired(self)
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
