@@ -30,9 +30,10 @@ the treap engine (commit a867962), quoted, not re-run.
 
 **Peers** (a third table): what a user could write instead of ``update_many`` for the same
 stream, measured in the same run and each checked to give the library's threshold after every
-pass (thresholds equal, exactly). Each row alternates passes of the library and of the peer
-over the same batches (five of each; a pass times eight batches and takes their median) and
-divides their best; ``lib/peer`` below 1 means the library is faster.
+pass (thresholds equal, exactly). Each row times five passes of eight batches (two for a
+batch of 1e6), the library and the peers alternating batch by batch over the same batches, a
+pass's time the median of its batches, and divides the best passes; ``lib/peer`` below 1
+means the library is faster.
 
 - *numpy histogram over precomputed score ranks* (window 1e6, uniform scores, 10k batches,
   once the window has turned over): every score of the stream ranked in advance
@@ -396,39 +397,35 @@ class SortedScan:
         return thr
 
 
-def alternated(sides: dict[str, Callable[[int], tuple[float, float]]], passes: int) -> dict[str, float]:
-    """Best pass of each side (microseconds per event), the sides' passes alternated
-    (``sides[name](p)`` times pass ``p`` and returns its time and the threshold after it);
-    every side's threshold after each pass must equal the first side's."""
-    best = {name: np.inf for name in sides}
+def alternated(steps: dict[str, Callable[[int], float]], start: int, batch: int, per: int,
+               passes: int) -> dict[str, float]:
+    """Best pass of each side, microseconds per event. ``steps[name](lo)`` takes the batch at
+    ``lo`` and returns the threshold after it; pass ``p`` times the ``per`` batches from
+    ``start + p * per * batch`` on, the sides alternating batch by batch (their order swapped
+    at every batch) so that both see the same moments of the machine's other load, and a
+    pass's time is the median of its batches. After each pass every side's threshold must
+    equal the first side's."""
+    best = {name: np.inf for name in steps}
+    names = list(steps)
     for p in range(passes):
+        times: dict[str, list[float]] = {name: [] for name in steps}
         thr = {}
-        for name, run in sides.items():
-            t, thr[name] = run(p)
-            best[name] = min(best[name], t)
-        first = next(iter(thr.values()))
+        for b in range(per):
+            lo = start + (p * per + b) * batch
+            for name in names if (p * per + b) % 2 else names[::-1]:
+                t0 = time.perf_counter()
+                thr[name] = steps[name](lo)
+                times[name].append(time.perf_counter() - t0)
+        for name in steps:
+            best[name] = min(best[name], statistics.median(times[name]) / batch * 1e6)
+        first = thr[names[0]]
         assert all(v == first for v in thr.values()), (p, thr)
     return best
 
 
-def batch_pass(step: Callable[[int], float], start: int, batch: int, per: int) -> Callable[[int], tuple[float, float]]:
-    """Pass ``p`` of a side: ``step(lo)`` takes the batch at ``lo`` and returns the threshold;
-    the median over the pass's ``per`` batches, microseconds per event."""
-
-    def run(p: int) -> tuple[float, float]:
-        times, thr = [], 0.0
-        for b in range(per):
-            lo = start + (p * per + b) * batch
-            t0 = time.perf_counter()
-            thr = step(lo)
-            times.append(time.perf_counter() - t0)
-        return statistics.median(times) / batch * 1e6, thr
-
-    return run
-
-
-def lib_side(s: np.ndarray, y: np.ndarray, window: int, batch: int, start: int, per: int) -> Callable:
-    """StreamingThors: the window bulk-loaded, filled up to ``start`` in untimed batches."""
+def lib_step(s: np.ndarray, y: np.ndarray, window: int, batch: int, start: int) -> Callable[[int], float]:
+    """StreamingThors, the window bulk-loaded and filled up to ``start`` in untimed batches;
+    a step takes the batch at ``lo`` (``update_many`` + ``get``)."""
     st = StreamingThors(fn_cost=FN, fp_cost=FP, window=window)
     lo = max(0, start - window)
     st.update_many(s[lo : lo + window], y[lo : lo + window])
@@ -440,7 +437,7 @@ def lib_side(s: np.ndarray, y: np.ndarray, window: int, batch: int, start: int, 
         st.update_many(s[a : a + batch], y[a : a + batch])
         return st.get()
 
-    return batch_pass(step, start, batch, per)
+    return step
 
 
 def peers_table(quick: bool) -> None:
@@ -455,7 +452,7 @@ def peers_table(quick: bool) -> None:
 
     # steady state at `big`, uniform scores: histograms over precomputed ranks
     keys, ranks = np.unique(s, return_inverse=True)
-    sides = {"lib": lib_side(s, y, big, batch, start, per)}
+    sides = {"lib": lib_step(s, y, big, batch, start)}
     for name, cost in (("numpy histogram over ranks", False), ("numpy cost histogram over ranks", True)):
         h = RankHistogram(keys, cost)
         h.add(ranks[start - big : start], y[start - big : start], 1)
@@ -465,8 +462,8 @@ def peers_table(quick: bool) -> None:
             h.add(r[a - big : a - big + batch], y[a - big : a - big + batch], -1)
             return h.threshold()
 
-        sides[name] = batch_pass(step, start, batch, per)
-    best = alternated(sides, passes)
+        sides[name] = step
+    best = alternated(sides, start, batch, per, passes)
     case = f"window {big:.0e}, uniform scores, {batch // 1000}k batches after a turnover"
     rows += [(case, name, best["lib"], best[name]) for name in sides if name != "lib"]
     # the sortedcontainers scan: one pass of two batches (a scan of every held score per batch)
@@ -478,10 +475,8 @@ def peers_table(quick: bool) -> None:
         sc.add(s[a - big : a - big + batch], y[a - big : a - big + batch], -1)
         return sc.threshold()
 
-    t_sc, thr_sc = batch_pass(sc_step, start, batch, 2)(0)
-    t_lib, thr_lib = lib_side(s, y, big, batch, start, 2)(0)
-    assert thr_sc == thr_lib, (thr_sc, thr_lib)
-    rows.append((case, "sortedcontainers scan (one pass of 2 batches)", t_lib, t_sc))
+    best = alternated({"lib": lib_step(s, y, big, batch, start), "scan": sc_step}, start, batch, 2, 1)
+    rows.append((case, "sortedcontainers scan (one pass of 2 batches)", best["lib"], best["scan"]))
 
     # few distinct scores, fully online: a histogram over the grid of possible values
     for label, grid, index, scores in (
@@ -490,7 +485,7 @@ def peers_table(quick: bool) -> None:
         ("integer risk points 0-1000", np.arange(1001, dtype=np.float64), lambda v: v.astype(np.intp),
          np.floor(s * 1001)),
     ):
-        sides = {"lib": lib_side(scores, y, big, batch, start, per)}
+        sides = {"lib": lib_step(scores, y, big, batch, start)}
         g = GridHistogram(grid, index, big)
         for a in range(start - big, start, batch):
             g.update_many(scores[a : a + batch], y[a : a + batch])
@@ -499,7 +494,7 @@ def peers_table(quick: bool) -> None:
             g.update_many(sc[a : a + batch], y[a : a + batch])
             return g.threshold()
 
-        sides["online numpy histogram over the values"] = batch_pass(g_step, start, batch, per)
+        sides["online numpy histogram over the values"] = g_step
         ss = SortedScan()
         ss.add(scores[start - big : start], y[start - big : start], 1)
 
@@ -508,8 +503,8 @@ def peers_table(quick: bool) -> None:
             ss.add(sc[a - big : a - big + batch], y[a - big : a - big + batch], -1)
             return ss.threshold()
 
-        sides["sortedcontainers scan"] = batch_pass(ss_step, start, batch, per)
-        best = alternated(sides, passes)
+        sides["sortedcontainers scan"] = ss_step
+        best = alternated(sides, start, batch, per, passes)
         case = f"window {big:.0e}, {label}, {batch // 1000}k batches"
         rows += [(case, name, best["lib"], best[name]) for name in sides if name != "lib"]
 
@@ -525,8 +520,7 @@ def peers_table(quick: bool) -> None:
             return thors_threshold(s2[a + b - window : a + b], y2[a + b - window : a + b], fn_cost=FN,
                                    fp_cost=FP).threshold
 
-        best = alternated({"lib": lib_side(s2, y2, window, b, window, k),
-                           "recompute": batch_pass(re_step, window, b, k)}, passes)
+        best = alternated({"lib": lib_step(s2, y2, window, b, window), "recompute": re_step}, window, b, k, passes)
         rows.append((f"window {window:.0e}, batches of {b:.0e} (each replaces the window)",
                      "recompute with thors_threshold", best["lib"], best["recompute"]))
 
