@@ -2479,14 +2479,15 @@ out:
    per-score sum fits a double-double) the tree then holds the very pairs the per-event rows
    give it: an exact sum has one renormalised double-double, whatever the order of its terms.
    (A sum whose low part is not zero goes to the tree as a second row, after the first.)
-   A batch of many distinct keys is told by its first AGG_PROBE events (more than 15/16 of
-   them distinct) and sorted instead, as is one of more than AGG_MAX
+   A batch of many distinct keys is told by its first events (no repeat among the first
+   AGG_FIRST, or more than 15/16 of the first AGG_PROBE distinct) and sorted instead, as is one of more than AGG_MAX
    keys or of more keys than half its events (too few rows saved to pay for the hashing, and
    the sorted events of a large batch can take two threads). */
 #define AGG_MAX 16384      /* most distinct keys a batch is aggregated over */
 static long long keyed_batches, replaced_batches; /* tests: batches applied by key, batches that rebuilt the tree */
 #define AGG_MIN 256        /* smaller batches are sorted (nothing to gain) */
 #define AGG_PROBE 1024     /* more distinct keys than 15/16 of the first AGG_PROBE events: sorted instead */
+#define AGG_FIRST 128      /* (as is a batch whose first AGG_FIRST events are all distinct: told at once) */
 #define AGG_PROBE_REBUILD 256 /* (the same for a batch that rebuilds the tree: sorting its values is cheap) */
 
 typedef struct {
@@ -2617,8 +2618,9 @@ static int kt_order(const KeyTable *T, uint32_t *order) {
 
 /* Count the batch into T: the added events s, y, w [q0, q1) (w NULL: every weight 1), then the
    removal of the e_old oldest ring records (cancelled ones skipped). Returns 0 when counted, 1
-   when the batch has too many distinct keys (more than AGG_MAX, or more than 15/16 of the
-   first `probe` events; T part filled), -1 with MemoryError set. */
+   when the batch has too many distinct keys (more than AGG_MAX, no repeat among the first
+   AGG_FIRST events, or more than 15/16 of the first `probe` distinct; T part filled), -1 with
+   MemoryError set. */
 static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
                     Py_ssize_t q1, Py_ssize_t e_old, Py_ssize_t probe) {
     Py_ssize_t seen = 0, probe_keys = probe - probe / 16;
@@ -2627,13 +2629,13 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
             Py_ssize_t i = kt_row(T, s[q]);
             if (i < 0) return i == -1 ? 1 : -1;
             T->row[i].n[y[q] ? 0 : 1]++;
-            if (++seen == probe && T->d > probe_keys) return 1;
+            if (++seen <= probe && (seen == AGG_FIRST ? T->d == AGG_FIRST : seen == probe && T->d > probe_keys)) return 1;
         }
     } else {
         for (Py_ssize_t q = q0; q < q1; q++) {
             int rc = kt_add(T, s[q], y[q] ? 0 : 1, w[q]);
             if (rc) return rc;
-            if (++seen == probe && T->d > probe_keys) return 1;
+            if (++seen <= probe && (seen == AGG_FIRST ? T->d == AGG_FIRST : seen == probe && T->d > probe_keys)) return 1;
         }
     }
     Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
@@ -2646,7 +2648,7 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
                 Py_ssize_t i = kt_row(T, t->qs[u]);
                 if (i < 0) return i == -1 ? 1 : -1;
                 T->row[i].n[yy ? 2 : 3]++;
-                if (++seen == probe && T->d > probe_keys) return 1;
+                if (++seen <= probe && (seen == AGG_FIRST ? T->d == AGG_FIRST : seen == probe && T->d > probe_keys)) return 1;
             }
         } else {
             for (Py_ssize_t u = j; u < j + run; u++) {
@@ -2654,7 +2656,7 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
                 if (yy == CANCELLED) continue;
                 int rc = kt_add(T, t->qs[u], yy ? 2 : 3, t->qw[u]);
                 if (rc) return rc;
-                if (++seen == probe && T->d > probe_keys) return 1;
+                if (++seen <= probe && (seen == AGG_FIRST ? T->d == AGG_FIRST : seen == probe && T->d > probe_keys)) return 1;
             }
         }
         left -= run;
