@@ -1,8 +1,10 @@
 """Pending decisions on disk at scale: memory, decision overhead and label cost of the store.
 
 A :class:`~thors_stream.store.DecisionLoop` (scores, window 10,000) on a fresh SQLite store
-takes ``--pending`` decisions (default 20 million) under random 16-hex-digit keys (payment
-ids), in batches of 10,000 (``decide_many``). Measured:
+takes ``--pending`` decisions (default 20 million) under 16-hex-digit keys (payment ids),
+either growing with time (``--keys ordered``: a sequence number, a ULID, a UUIDv7) or in a
+scrambled order (``--keys random``: UUIDv4-like), in batches of 10,000 (``decide_many``).
+Measured:
 
 - **memory**: the process's resident set (``VmRSS``) after opening the loop and after the
   fill, and its peak (``VmHWM``): the pending decisions live on disk, so the growth is the
@@ -11,15 +13,20 @@ ids), in batches of 10,000 (``decide_many``). Measured:
   the store replaced by a dictionary (memory only, what a loop without a store does), in
   interleaved chunks of 5,000 events, on the empty store and on the full one; the overhead
   is the difference per event, amortised over the batched commits (every 1,000 operations);
-- **labels**: ``label(key, y)`` one at a time for random keys decided during the fill (a
-  lookup on disk, the delete, the threshold's update and the log), and ``label_many`` in
-  batches of 1,000.
+- **labels**: ``label(key, y)`` one at a time and ``label_many`` in batches of 1,000 (the
+  lookup on disk, the delete, the threshold's update and the log), for labels arriving in
+  decision order (the oldest pending decisions first, as chargebacks do a horizon later) and
+  in random order;
+- **SQLite alone**, beside them, on the same connection: the one statement a label runs
+  (``DELETE ... WHERE k=? RETURNING ...``) for keys in decision order and in random order,
+  and the insert a decision's commit runs (``executemany`` of 1,000 rows, then the commit):
+  the floor under the store's figures on this machine.
 
 Times are process CPU time (user + system), so that other work on the machine slows the
 figures less than wall time would; SQLite's reads and writes go through the OS page cache
 (``synchronous=NORMAL``: no ``fsync`` per commit), so their cost is CPU time too.
 
-Run: ``python benchmarks/store_scale.py`` (20 million decisions: several minutes, about 3 GB
+Run: ``python benchmarks/store_scale.py`` (20 million decisions: several minutes, about 1.5 GB
 of disk); ``--pending 1000000`` sizes it down; ``--quick`` is a smoke run (20,000);
 ``--write`` records the figures in ``benchmarks/results/store_scale.md``.
 """
@@ -30,13 +37,14 @@ import argparse
 import os
 import platform
 import random
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from thors_stream.store import DecisionLoop
+from thors_stream.store import _INSERT, _TAKE, DecisionLoop
 
 MASK = 2**64 - 1
 BATCH = 10_000
@@ -79,17 +87,18 @@ class DictStore:
     def _segment_text(self, segment: Any) -> Any:
         return None
 
-    def _put(self, v: Any, kt: Any, s: float, fn: float, fp: float, seg: Any, tf: float, nm: int) -> None:
-        self.d[v] = (kt, s, fn, fp, seg, tf, nm)
+    def _put(self, v: Any, kt: Any, s: float, tf: float, x: Any) -> None:
+        self.d[v] = (kt, s, tf, x)
 
     def tick(self) -> bool:
         return False
 
 
-def time_decisions(loop: DecisionLoop, start: int, n: int, rng: random.Random) -> tuple[float, float]:
-    """CPU seconds per event of ``decide`` with the store and with a dictionary, interleaved."""
+def time_decisions(loop: DecisionLoop, start: int, n: int, rng: random.Random) -> tuple[float, float, float]:
+    """CPU seconds per event of ``decide`` with the store and with a dictionary, in interleaved
+    chunks of ``CHUNK`` events: the medians over chunks of each, and of their difference."""
     store, memory = loop.store, DictStore()
-    with_store = without = 0.0
+    with_store, without, diff = [], [], []
     i = start
     for _ in range(max(1, n // CHUNK)):
         scores = [rng.random() for _ in range(CHUNK)]
@@ -98,22 +107,76 @@ def time_decisions(loop: DecisionLoop, start: int, n: int, rng: random.Random) -
         t0 = time.process_time()
         for k, s in zip(ks, scores):
             loop.decide(k, s, t=0.0)
-        without += time.process_time() - t0
+        without.append((time.process_time() - t0) / CHUNK)
         loop.store = store
         t0 = time.process_time()
         for k, s in zip(ks, scores):
             loop.decide(k, s, t=0.0)
-        with_store += time.process_time() - t0
+        with_store.append((time.process_time() - t0) / CHUNK)
+        diff.append(with_store[-1] - without[-1])
         i += CHUNK
-    m = max(1, n // CHUNK) * CHUNK
-    return with_store / m, without / m
+    return statistics.median(with_store), statistics.median(without), statistics.median(diff)
+
+
+def time_labels(loop: DecisionLoop, picks: list[int], batch: bool) -> float:
+    """CPU seconds per label of ``label`` one at a time, or of ``label_many`` (``batch``), for the
+    keys ``picks``: the median over chunks of 1,000."""
+    out = []
+    for j in range(0, len(picks), 1_000):
+        ks = [key_of(i) for i in picks[j:j + 1_000]]
+        ys = [i % 7 == 0 for i in picks[j:j + 1_000]]
+        t0 = time.process_time()
+        if batch:
+            loop.label_many(ks, ys)
+        else:
+            for k, y in zip(ks, ys):
+                loop.label(k, y)
+        out.append((time.process_time() - t0) / len(ks))
+    return statistics.median(out)
+
+
+def time_bare_take(loop: DecisionLoop, picks: list[int]) -> float:
+    """CPU seconds per key of the store's one label statement alone, on its connection (commits every 1,000)."""
+    loop.commit()
+    conn = loop.store._conn
+    ks = [key_of(i) for i in picks]
+    found = 0
+    out = []
+    for j in range(0, len(ks), 1_000):
+        t0 = time.process_time()
+        for k in ks[j:j + 1_000]:
+            found += conn.execute(_TAKE, (k,)).fetchone() is not None
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        out.append((time.process_time() - t0) / len(ks[j:j + 1_000]))
+    loop.store._pending -= found  # (the rows are gone: the pending count follows)
+    loop.commit()
+    return statistics.median(out)
+
+
+def time_bare_insert(loop: DecisionLoop, start: int, n: int) -> float:
+    """CPU seconds per row of the insert a commit runs, alone: batches of 1,000 rows, each committed."""
+    loop.commit()
+    conn = loop.store._conn
+    rows = [(key_of(i), i, 0.5, 0.0, None, None) for i in range(start, start + n)]
+    out = []
+    for j in range(0, n, 1_000):
+        t0 = time.process_time()
+        conn.executemany(_INSERT, rows[j:j + 1_000])
+        conn.execute("COMMIT")
+        conn.execute("BEGIN IMMEDIATE")
+        out.append((time.process_time() - t0) / len(rows[j:j + 1_000]))
+    conn.executemany("DELETE FROM pending WHERE k=?", [(r[0],) for r in rows])  # (as they were)
+    conn.execute("COMMIT")
+    conn.execute("BEGIN IMMEDIATE")
+    return statistics.median(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--pending", type=int, default=20_000_000, help="decisions to fill the store with")
     ap.add_argument("--probe", type=int, default=100_000, help="single decisions timed at each end")
-    ap.add_argument("--labels", type=int, default=100_000, help="single labels timed on the full store")
+    ap.add_argument("--labels", type=int, default=20_000, help="labels timed per measure on the full store")
     ap.add_argument("--keys", choices=("random", "ordered"), default="random",
                     help="payment ids in random order (default) or growing with time")
     ap.add_argument("--dir", default=None, help="where the store goes (default: a temporary directory)")
@@ -121,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write benchmarks/results/store_scale.md")
     args = ap.parse_args(argv)
     if args.quick:
-        args.pending, args.probe, args.labels = 20_000, 10_000, 5_000
+        args.pending, args.probe, args.labels = 20_000, 10_000, 1_000
     global key_of
     key_of = random_key if args.keys == "random" else ordered_key
     workdir = tempfile.mkdtemp(prefix="store_scale_", dir=args.dir)
@@ -148,21 +211,21 @@ def main(argv: list[str] | None = None) -> int:
     fill_cpu = time.process_time() - t_fill
     full = time_decisions(loop, probe_base + args.probe, args.probe, rng)
     print(f"full store: decide {full[0] * 1e6:.2f} us/event with the store, {full[1] * 1e6:.2f} without", flush=True)
-    # labels: random keys decided during the fill
-    picks = rng.sample(range(args.pending), min(args.pending, args.labels + 100_000))
-    single, batch = picks[:args.labels // 2], picks[args.labels // 2: args.labels]
-    t0 = time.process_time()
-    for i in single:
-        loop.label(key_of(i), i % 7 == 0)
-    label_one = (time.process_time() - t0) / max(1, len(single))
-    t0 = time.process_time()
-    for j in range(0, len(batch), 1_000):
-        chunk = batch[j:j + 1_000]
-        loop.label_many([key_of(i) for i in chunk], [i % 7 == 0 for i in chunk])
-    label_many = (time.process_time() - t0) / max(1, len(batch))
+    bare_insert = time_bare_insert(loop, probe_base + 2 * args.probe + 10**9, args.probe)
+    # labels: in decision order (the oldest pending first), then in random order; SQLite alone beside them
+    q = args.labels
+    oldest = iter(range(args.pending))
+    fifo_one = time_labels(loop, [next(oldest) for _ in range(q)], False)
+    fifo_many = time_labels(loop, [next(oldest) for _ in range(q)], True)
+    bare_fifo = time_bare_take(loop, [next(oldest) for _ in range(q)])
+    picks = rng.sample(range(2 * q + q, args.pending), min(args.pending - 3 * q, 3 * q))
+    rand_one = time_labels(loop, picks[:q], False)
+    rand_many = time_labels(loop, picks[q:2 * q], True)
+    bare_rand = time_bare_take(loop, picks[2 * q:])
     loop.commit()
-    print(f"labels: {label_one * 1e6:.2f} us/event one by one, {label_many * 1e6:.2f} in batches of 1,000; "
-          f"matched {loop.matched:,}", flush=True)
+    print(f"labels in decision order: {fifo_one * 1e6:.2f} us one by one, {fifo_many * 1e6:.2f} in batches "
+          f"(SQLite's statement alone {bare_fifo * 1e6:.2f}); in random order: {rand_one * 1e6:.2f}, "
+          f"{rand_many * 1e6:.2f} (alone {bare_rand * 1e6:.2f}); matched {loop.matched:,}", flush=True)
     rss1, hwm = rss_mb(), rss_mb("VmHWM")
     pending = loop.pending
     loop.close()
@@ -176,12 +239,18 @@ def main(argv: list[str] | None = None) -> int:
         ("fill with decide_many, batches of 10,000 (us/event, CPU)", f"{fill_cpu / args.pending * 1e6:.2f}"),
         ("decide, empty store: with / without the store (us/event, CPU)",
          f"{empty[0] * 1e6:.2f} / {empty[1] * 1e6:.2f}"),
-        ("decide overhead of the store, empty (us/event)", f"{(empty[0] - empty[1]) * 1e6:.2f}"),
+        ("decide overhead of the store, empty (us/event, median of the chunks' differences)", f"{empty[2] * 1e6:.2f}"),
         (f"decide, {args.pending:,} pending: with / without the store (us/event, CPU)",
          f"{full[0] * 1e6:.2f} / {full[1] * 1e6:.2f}"),
-        (f"decide overhead of the store, {args.pending:,} pending (us/event)", f"{(full[0] - full[1]) * 1e6:.2f}"),
-        ("label (lookup on disk + learn), one at a time (us/event, CPU)", f"{label_one * 1e6:.2f}"),
-        ("label_many, batches of 1,000 (us/event, CPU)", f"{label_many * 1e6:.2f}"),
+        (f"decide overhead of the store, {args.pending:,} pending (us/event, median of the chunks' differences)",
+         f"{full[2] * 1e6:.2f}"),
+        ("SQLite alone: inserting decision rows, batches of 1,000 committed (us/row, CPU)", f"{bare_insert * 1e6:.2f}"),
+        ("label in decision order (lookup on disk + learn), one at a time (us/event, CPU)", f"{fifo_one * 1e6:.2f}"),
+        ("label_many in decision order, batches of 1,000 (us/event, CPU)", f"{fifo_many * 1e6:.2f}"),
+        ("SQLite alone: the label's statement, keys in decision order (us/event, CPU)", f"{bare_fifo * 1e6:.2f}"),
+        ("label in random order, one at a time (us/event, CPU)", f"{rand_one * 1e6:.2f}"),
+        ("label_many in random order, batches of 1,000 (us/event, CPU)", f"{rand_many * 1e6:.2f}"),
+        ("SQLite alone: the label's statement, keys in random order (us/event, CPU)", f"{bare_rand * 1e6:.2f}"),
     ]
     table = "| measure | value |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)
     fills = "| pending | CPU (s) | wall (s) | RSS (MB) |\n|---|---|---|---|\n" + "\n".join(
@@ -192,7 +261,12 @@ def main(argv: list[str] | None = None) -> int:
         cmd = "python benchmarks/store_scale.py " + " ".join(argv if argv is not None else sys.argv[1:])
         out = Path(__file__).parent / "results" / "store_scale.md"
         head = ("# Pending decisions on disk at scale\n\nWritten by `benchmarks/store_scale.py --write`; each run "
-                "adds a section.\n")
+                "adds a section. Times are process CPU time per event, the median over chunks of 1,000 events "
+                "(5,000 for single decisions). The rows *SQLite alone* run the store's one statement (a label's "
+                "delete, a commit's insert) on its connection, without the rest: the floor under the store's "
+                "figures on the machine. With keys in random order, every decision, and every label out of "
+                "decision order, writes a page of the key tree; that page is most of the cost, with the store "
+                "or without it.\n")
         old = out.read_text(encoding="utf-8") if out.exists() else head
         out.write_text(
             f"{old.rstrip()}\n\n## {args.pending:,} decisions, {args.keys} keys\n\nCommand: `{cmd.strip()}`\n\n"

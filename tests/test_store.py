@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import sqlite3
+import struct
 import subprocess
 import sys
 import textwrap
@@ -149,6 +150,25 @@ def test_the_count_horizon_evicts_old_decisions_whatever_the_commits(tmp_path, c
         assert sorted(store.keys()) == [7, 8, 9] and store.pending == 3
 
 
+def test_the_sweep_deletes_every_decision_past_the_horizon_in_passes_over_keys_of_every_type(tmp_path):
+    rng = random.Random(5)
+    kinds = [lambda i: i, lambda i: f"k{i}", lambda i: str(i).encode(), lambda i: ("t", i), lambda i: i + 0.5]
+    order = [kinds[rng.randrange(len(kinds))](i) for i in range(3_000)]
+    with PendingStore(tmp_path / "p.sqlite", max_pending_age=100, commit_every=7) as store:
+        for i, k in enumerate(order):
+            store.put(k, float(i), t=0.0)
+            store.tick()
+            if i % 500 == 499:  # the sweep has visited at least twice as many keys as there were decisions
+                store.commit()
+                held = set(map(repr, store.keys()))
+                assert len(held) <= 101 + 2 * 100 and store.pending == len(held)
+                assert {repr(k) for k in order[i - 100:i + 1]} <= held  # the horizon's decisions are all held
+        for _ in range(100):
+            store.commit()  # idle commits sweep on (64 keys each)
+        assert sorted(map(repr, store.keys())) == sorted(map(repr, order[-101:]))
+        assert store.evicted == 3_000 - 101 and store.pending == 101
+
+
 def test_the_time_horizon_counts_from_the_newest_decision(tmp_path):
     day = 86_400.0
     with PendingStore(tmp_path / "p.sqlite", max_pending_age=dt.timedelta(days=90)) as store:
@@ -220,12 +240,16 @@ def test_a_corrupt_checkpoint_or_log_is_refused_naming_the_store(tmp_path):
     loop.label("a", 1)
     loop.commit()
     loop.store.abandon()  # no checkpoint: the learned event is in the log
-    con = sqlite3.connect(path2)
-    con.execute("UPDATE learned SET y=5")
-    con.commit()
-    con.close()
-    with pytest.raises(ValueError, match=r"q\.sqlite.*learned event"):
-        DecisionLoop(path2, fn_cost=5, fp_cost=1, window=100, warm_up=0)
+    good = sqlite3.connect(path2).execute("SELECT data FROM learned").fetchone()[0]
+    for bad, match in [(good[:8] + b"\x05" + good[9:], r"learned event 0 is \(0\.5, 5,"),  # a label of 5
+                       (good[:-1], "packed events"),
+                       (good[:9] + struct.pack("<d", -1.0) + good[17:], r"0\.5, 1, -1\.0")]:  # a weight of -1
+        con = sqlite3.connect(path2)
+        con.execute("UPDATE learned SET data=?", (bad,))
+        con.commit()
+        con.close()
+        with pytest.raises(ValueError, match=r"q\.sqlite.*" + match):
+            DecisionLoop(path2, fn_cost=5, fp_cost=1, window=100, warm_up=0)
 
 
 def test_one_writer_a_second_opening_is_refused_in_this_process_and_another(tmp_path):

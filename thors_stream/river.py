@@ -1194,8 +1194,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         assert db is not None
         if entry.__class__ is tuple:
             s, fn, fp, nm = entry
+            x = db._pack(fn, fp, nm, None)
         else:
-            s, fn, fp, nm = entry, 1.0, 1.0, 0
+            s, x = entry, None
             if s - s != 0.0:
                 raise ValueError(f"the model's probability of the positive class is {s!r}, not a finite number; "
                                  f"the decision was not stored (event key {_show(key)})")
@@ -1204,7 +1205,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} (event key {_show(key)})") from None
         db._check_open()
-        db._put(v, kt, s, fn, fp, None, time.time(), nm)
+        db._put(v, kt, s, time.time(), x)
         db.tick()
 
     def _learn_stored(self, x: dict[Hashable, Any], y: Any, pos: bool, key: Hashable | None, w: float | None,

@@ -8,12 +8,22 @@ was committed. :class:`DecisionLoop` is the whole loop on top of it: ``decide(ke
 flags and stores, ``label(key, y)`` finds the decision and teaches the threshold with its
 decision-time score; no dictionary of pending keys in your code.
 
-**The file.** Tables ``pending`` (one row per decision: the key, the decision score, the two
-costs, the segment, the time and the number of labels the model had learned; an index on the
-key and one on the time), ``learned`` (the labelled events learned since the last checkpoint,
-in order), ``checkpoint`` (the thresholding state, in the :mod:`thors_stream.checkpoint` format,
-SHA-256 included) and ``meta`` (the format, the owner's settings and the counters). Journal
-mode WAL.
+**The file.** Tables ``pending`` (one row per decision, in one B-tree ordered by the key: the
+key, the decision's number, its score and time, and, packed in one field left empty when they
+are the defaults, its two costs, the labels the model had learned and its segment),
+``learned`` (the labelled events learned since the last checkpoint, in order, packed one row
+per commit), ``checkpoint`` (the thresholding state, in the :mod:`thors_stream.checkpoint`
+format, SHA-256 included) and ``meta`` (the format, the owner's settings and the counters).
+Journal mode WAL; the write-ahead log is copied into the file every 10,000 pages (about
+40 MB) and emptied by ``close``.
+
+**What it costs.** A decision is one row inserted at its commit, a label one row found and
+deleted: one B-tree operation each. Keys that grow with time (a sequence number, a ULID, a
+UUIDv7) insert at the end of the tree and, with labels arriving in about the order of their
+decisions, delete near its start, so a commit writes few pages. Keys in random order (a
+UUIDv4) land on a different page each: every decision and every label out of order then
+writes a page of the tree (4 KiB) to the log, whatever the batching, which costs several
+microseconds more per event (see ``benchmarks/results/store_scale.md``).
 
 **Commits and durability.** Work is committed in batches: after ``commit_every`` operations
 (default :data:`DEFAULT_COMMIT_EVERY`, 1,000) or once ``commit_interval`` seconds (default
@@ -47,9 +57,11 @@ refused, naming both.
 ``N`` evicts a decision once more than ``N`` decisions were made after it; a ``timedelta`` evicts
 it once a decision more than ``max_pending_age`` newer (by the decision times ``t``) was made.
 Eviction is a rule, not a race: a label for a decision past the horizon is unmatched (and
-counted evicted) whenever it comes; the rows are deleted at commits (by the time horizon: the
-oldest decisions, up to the first one inside it). ``None`` (the default) keeps every decision
-until its label comes.
+counted evicted) whenever it comes. The rows are deleted by a sweep at each commit that goes
+on through the keys, in key order, where the last one stopped, visiting at least twice as
+many keys as operations were made since the last commit: every decision past the horizon is
+deleted within one pass over the keys, so the file holds at most about twice the horizon's
+decisions. ``None`` (the default) keeps every decision until its label comes (no sweep).
 
 **Unknown keys.** A label whose key was never decided, already labelled or evicted follows
 ``on_unknown``: ``"count"`` (the default: counted in :attr:`PendingStore.unmatched`, ``False``
@@ -68,6 +80,7 @@ import math
 import os
 import sqlite3
 import stat
+import struct
 import time
 from collections.abc import Hashable, Iterable, Sequence
 from types import TracebackType
@@ -111,23 +124,41 @@ DEFAULT_CHECKPOINT_EVERY = 100_000
 """Learned events between two checkpoints of the thresholding state, at most (what a restart replays)."""
 
 APPLICATION_ID = 0x54485253  # "THRS": SQLite's application_id of a thors_stream store
-FORMAT = 1  # SQLite's user_version: the store's table layout
+FORMAT = 2  # SQLite's user_version: the store's table layout
 _FORMAT_NAME = "thors_stream.store"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
-_CHUNK = 500  # keys per SELECT ... IN (...)
+_CHUNK = 1_000  # keys per statement ... IN (...)
+_WAL_PAGES = 10_000  # pages the write-ahead log holds before SQLite copies them into the file (40 MB)
 
 _SCHEMA = {
     "meta": "CREATE TABLE meta(name TEXT PRIMARY KEY NOT NULL, value)",
-    "pending": "CREATE TABLE pending(seq INTEGER PRIMARY KEY, k NOT NULL UNIQUE, kt TEXT, score REAL NOT NULL, "
-               "fn REAL NOT NULL, fp REAL NOT NULL, seg TEXT, t REAL NOT NULL, nm INTEGER NOT NULL)",
-    "learned": "CREATE TABLE learned(i INTEGER PRIMARY KEY, score REAL NOT NULL, y INTEGER NOT NULL, "
-               "w REAL NOT NULL, t REAL, seg TEXT, nm INTEGER NOT NULL)",
+    # one B-tree keyed by the key: a decision is one row (its rarer fields packed in x, NULL when all default)
+    "pending": "CREATE TABLE pending(k PRIMARY KEY NOT NULL, seq INTEGER NOT NULL, score REAL NOT NULL, "
+               "t REAL NOT NULL, x BLOB, kt TEXT) WITHOUT ROWID",
+    # the learned events since the checkpoint, one row per commit: n packed events (_LOG) and their segments
+    "learned": "CREATE TABLE learned(i INTEGER PRIMARY KEY, n INTEGER NOT NULL, data BLOB NOT NULL, segs TEXT)",
     "checkpoint": "CREATE TABLE checkpoint(id INTEGER PRIMARY KEY CHECK (id = 1), n INTEGER NOT NULL, "
                   "data BLOB NOT NULL)",
 }
+_INSERT = "INSERT OR IGNORE INTO pending(k, seq, score, t, x, kt) VALUES (?,?,?,?,?,?)"
+_TAKE = "DELETE FROM pending WHERE k=? RETURNING seq, score, t, x"
+_X = struct.Struct("<ddq")  # a decision's fn_cost, fp_cost, model_labels (then its segment's text, if any)
+_LOG_ROW = struct.Struct("<dBddq")  # a learned event: score, y, w, t (NaN: none), model_labels
+_LOG = np.dtype({"names": ["s", "y", "w", "t", "nm"], "formats": ["<f8", "u1", "<f8", "<f8", "<i8"],
+                 "offsets": [0, 8, 9, 17, 25], "itemsize": _LOG_ROW.size})
+_NAN = math.nan
 _COUNTERS = ("next_seq", "n_decided", "n_labels", "matched", "unmatched", "evicted", "pending", "n_logged",
              "n_checkpoints")
 _NO_SEGMENT = object()
+
+
+def _extra(fn: float, fp: float, nm: int, seg: str | None) -> bytes | None:
+    """A decision's rarer fields packed: ``None`` when they are the defaults (costs 1, no
+    labels, no segment), else ``fn, fp, nm`` (:data:`_X`) and the segment's text."""
+    if fn == 1.0 and fp == 1.0 and nm == 0 and seg is None:
+        return None
+    x = _X.pack(fn, fp, nm)
+    return x if seg is None else x + seg.encode()
 
 
 class StoreLockedError(RuntimeError):
@@ -217,8 +248,9 @@ class PendingStore:
     Complexity
     ----------
     :meth:`put`: O(1) in memory until the commit, then O(log n) on disk for ``n`` pending
-    decisions (amortised over the batch); :meth:`take`: O(log n); a commit: O(batch log n);
-    memory: the uncommitted batch plus ``cache_mb``, whatever ``n``.
+    decisions (amortised over the batch); :meth:`take`: O(log n); a commit: O(batch log n)
+    (with a horizon, plus a sweep over O(batch) keys); memory: the uncommitted batch plus
+    ``cache_mb``, whatever ``n``.
 
     Examples
     --------
@@ -269,7 +301,8 @@ class PendingStore:
         self._closed = False
         self._buf: dict[Any, tuple[Any, ...]] = {}  # decisions not yet written: lookup value -> row
         self._logbuf: list[tuple[Any, ...]] = []
-        self._ops = 0
+        self._ops_base = self._next_seq + self._n_labels  # operations so far, at the last commit
+        self._sweep_at: Any = None  # the key the horizon's sweep goes on after (None: from the first)
         self._last_commit = time.monotonic()
         self._seg_enc: dict[Any, str] = {}
         self._seg_dec: dict[str, Any] = {}
@@ -321,6 +354,7 @@ class PendingStore:
                 conn.execute(f"PRAGMA synchronous={synchronous}")
                 conn.execute(f"PRAGMA cache_size=-{int(cache_mb) * 1024}")
                 conn.execute("PRAGMA temp_store=MEMORY")
+                conn.execute(f"PRAGMA wal_autocheckpoint={_WAL_PAGES}")
                 if new:
                     self._create(conn, settings_json)
                 self._load_meta(conn)
@@ -401,7 +435,6 @@ class PendingStore:
             raise ValueError(f"{self._where} is invalid: meta 'newest_t' is {newest!r}")
         self._next_seq: int = meta["next_seq"]
         self._newest_t = -math.inf if newest is None else newest
-        self._n_decided: int = meta["n_decided"]
         self._n_labels: int = meta["n_labels"]
         self._matched: int = meta["matched"]
         self._unmatched: int = meta["unmatched"]
@@ -428,13 +461,13 @@ class PendingStore:
 
     @property
     def pending(self) -> int:
-        """Pending decisions held (a decision past the horizon is held until the next sweep).
+        """Pending decisions held (a decision past the horizon is held until the sweep reaches it).
         O(1) after a commit; else O(b log n) for ``b`` uncommitted decisions (a key decided
         again before the commit is looked up on disk)."""
-        return self._pending - self._redecided()
+        return self._pending + len(self._buf) - self._redecided()
 
     def _redecided(self) -> int:
-        """Uncommitted decisions whose key also has a decision on disk (counted twice in ``_pending``)."""
+        """Uncommitted decisions whose key also has a decision on disk (counted twice in ``pending``)."""
         if self._closed or not self._buf:
             return 0
         wanted = list(self._buf)
@@ -448,7 +481,7 @@ class PendingStore:
     @property
     def n_decided(self) -> int:
         """Decisions stored so far (a key decided twice counts twice)."""
-        return self._n_decided
+        return self._next_seq
 
     @property
     def n_labels(self) -> int:
@@ -469,7 +502,7 @@ class PendingStore:
         """The counters in one dict (``matched``, ``unmatched``, ``evicted``, ``pending``,
         ``n_decided``, ``n_labels``, ``n_checkpoints``)."""
         return {"matched": self._matched, "unmatched": self._unmatched, "evicted": self._evicted,
-                "pending": self.pending, "n_decided": self._n_decided, "n_labels": self._n_labels,
+                "pending": self.pending, "n_decided": self._next_seq, "n_labels": self._n_labels,
                 "n_checkpoints": self._n_checkpoints}
 
     def __len__(self) -> int:
@@ -538,24 +571,20 @@ class PendingStore:
                 not 0 <= model_labels < 2**63:
             raise ValueError(f"model_labels must be an integer >= 0, got {_show(model_labels)}")
         seg = self._segment_text(segment)
-        self._put(v, kt, s, fn, fp, seg, tf, int(model_labels))
+        self._put(v, kt, s, tf, _extra(fn, fp, int(model_labels), seg))
 
-    def _put(self, v: Any, kt: str | None, s: float, fn: float, fp: float, seg: str | None, tf: float,
-             nm: int) -> None:
-        """:meth:`put` with every value checked and encoded."""
+    _pack = staticmethod(_extra)
+
+    def _put(self, v: Any, kt: str | None, s: float, tf: float, x: bytes | None) -> None:
+        """:meth:`put` with every value checked and encoded (``x``: :func:`_extra`)."""
         seq = self._next_seq
         self._next_seq = seq + 1
         if tf > self._newest_t:
             self._newest_t = tf
         buf = self._buf
-        old = buf.get(v)
-        if old is None:
-            self._pending += 1
-        else:
-            kt = old[2]  # as in a dict, an equal key decided again keeps the key it was first stored under
-        buf[v] = (seq, v, kt, s, fn, fp, seg, tf, nm)
-        self._n_decided += 1
-        self._ops += 1
+        if v in buf:  # as in a dict, an equal key decided again keeps the key it was first stored under
+            kt = buf[v][5]
+        buf[v] = (v, seq, s, tf, x, kt)
 
     def _expired(self, seq: int, t: float) -> bool:
         if self._age_n is not None and self._next_seq - 1 - seq > self._age_n:
@@ -568,6 +597,28 @@ class PendingStore:
                    "no decision is pending under it (never decided, already labelled, or evicted)")
             raise KeyError(f"unknown key {_show(key)}: {why}; {self._where} holds {self.pending} pending")
 
+    def _pending_of(self, key: Any, seq: int, s: float, t: float, x: Any) -> Pending:
+        """A :class:`Pending` from the stored fields (``x``: the costs, labels and segment, or ``None``)."""
+        if x is None:
+            return Pending(key, s, 1.0, 1.0, None, t, 0, seq)
+        fn, fp, nm, seg = self._fields(x)
+        return Pending(key, s, fn, fp, self._segment_of(seg), t, nm, seq)
+
+    def _fields(self, x: Any) -> tuple[float, float, int, str | None]:
+        """``(fn_cost, fp_cost, model_labels, segment text)`` of a decision's packed fields."""
+        if x is None:
+            return 1.0, 1.0, 0, None
+        try:
+            fn, fp, nm = _X.unpack_from(x)
+            seg = x[_X.size:].decode() if len(x) > _X.size else None
+        except (struct.error, TypeError, UnicodeDecodeError):
+            raise ValueError(f"{self._where} is invalid: a pending decision's fields are {x!r}"[:300]) from None
+        if not (MIN_WEIGHTED_COST <= fn <= MAX_WEIGHTED_COST and MIN_WEIGHTED_COST <= fp <= MAX_WEIGHTED_COST) \
+                or nm < 0:
+            raise ValueError(f"{self._where} is invalid: a pending decision holds fn_cost={fn!r}, fp_cost={fp!r}, "
+                             f"model_labels={nm!r}")
+        return fn, fp, nm, seg
+
     def peek(self, key: Hashable) -> Pending | None:
         """The decision pending under ``key`` without taking it (``None`` when there is none or
         it is past the horizon). Nothing changes; no counter moves. O(log n)."""
@@ -575,14 +626,13 @@ class PendingStore:
         v, _ = db_key(key)
         e = self._buf.get(v)
         if e is None:
-            row = self._conn.execute("SELECT seq, k, kt, score, fn, fp, seg, t, nm FROM pending WHERE k=?",
-                                     (v,)).fetchone()
+            row = self._conn.execute("SELECT k, seq, score, t, x FROM pending WHERE k=?", (v,)).fetchone()
             if row is None:
                 return None
-            e = tuple(row)
-        if self._expired(e[0], e[7]):
+            e = row
+        if self._expired(e[1], e[3]):
             return None
-        return Pending(key, e[3], e[4], e[5], self._segment_of(e[6]), e[7], e[8], e[0])
+        return self._pending_of(key, e[1], e[2], e[3], e[4])
 
     def take(self, key: Hashable) -> Pending | None:
         """The decision pending under ``key``, removed (counted matched); ``None`` when there is
@@ -590,125 +640,124 @@ class PendingStore:
         or ``KeyError`` with ``on_unknown="raise"`` (nothing changes). O(log n)."""
         self._check_open()
         v, _ = db_key(key)
-        e = self._buf.get(v)
+        e = self._take(v, key)
+        return None if e is None else self._pending_of(key, e[0], e[1], e[2], e[3])
+
+    def _take(self, v: Any, key: Any) -> tuple[int, float, float, Any] | None:
+        """:meth:`take` of the lookup value ``v`` (the store open): ``(seq, score, t, x)``."""
         conn = self._conn
-        row = None
+        e = self._buf.get(v)
         if e is None:
             if self.on_unknown == "count":  # one statement: found and deleted (a decision past the horizon too)
-                rows = conn.execute("DELETE FROM pending WHERE k=? RETURNING seq, k, kt, score, fn, fp, seg, t, nm",
-                                    (v,)).fetchall()
+                row = conn.execute(_TAKE, (v,)).fetchone()
                 self._n_labels += 1
-                self._ops += 1
-                if not rows:
+                if row is None:
                     self._unmatched += 1
                     return None
-                e = tuple(rows[0])
                 self._pending -= 1
-                if self._expired(e[0], e[7]):
+                if self._expired(row[0], row[2]):
                     self._evicted += 1
                     self._unmatched += 1
                     return None
                 self._matched += 1
-                return Pending(key, e[3], e[4], e[5], self._segment_of(e[6]), e[7], e[8], e[0])
-            row = conn.execute("SELECT seq, k, kt, score, fn, fp, seg, t, nm FROM pending WHERE k=?",
-                               (v,)).fetchone()
+                return row  # type: ignore[no-any-return]
+            row = conn.execute("SELECT seq, score, t, x FROM pending WHERE k=?", (v,)).fetchone()
             if row is None:
                 self._unknown(key, False)
                 self._n_labels += 1
                 self._unmatched += 1
-                self._ops += 1
                 return None
-            e = tuple(row)
-        expired = self._expired(e[0], e[7])
-        if expired:
-            self._unknown(key, True)
-        if row is None:  # from the batch not yet written; an older decision of the key may be on disk
-            del self._buf[v]
-            self._pending -= 1 + conn.execute("DELETE FROM pending WHERE k=?", (v,)).rowcount
-        else:
-            conn.execute("DELETE FROM pending WHERE seq=?", (e[0],))
+            if self._expired(row[0], row[2]):
+                self._unknown(key, True)
+            conn.execute("DELETE FROM pending WHERE k=?", (v,))
             self._pending -= 1
+            out = row
+        else:  # from the batch not yet written; an older decision of the key may be on disk
+            if self._expired(e[1], e[3]):
+                self._unknown(key, True)
+            del self._buf[v]
+            self._pending -= conn.execute("DELETE FROM pending WHERE k=?", (v,)).rowcount
+            out = e[1:5]
         self._n_labels += 1
-        self._ops += 1
-        if expired:
+        if self._expired(out[0], out[2]):
             self._evicted += 1
             self._unmatched += 1
             return None
         self._matched += 1
-        return Pending(key, e[3], e[4], e[5], self._segment_of(e[6]), e[7], e[8], e[0])
+        return out  # type: ignore[no-any-return]
 
     def take_many(self, keys: Sequence[Hashable]) -> list[Pending | None]:
-        """:meth:`take` for each key in order, with one lookup per 500 keys on disk (a key
-        repeated: its second occurrence finds nothing). With ``on_unknown="raise"`` every key
-        is checked before anything changes. O(m log n)."""
+        """:meth:`take` for each key in order, with one statement per 1,000 distinct keys on disk
+        (a key repeated: its second occurrence finds nothing). With ``on_unknown="raise"``
+        every key is checked before anything changes. O(m log n)."""
         self._check_open()
-        vs = [db_key(k)[0] for k in keys]
+        found = self._take_many([db_key(k)[0] for k in keys], keys)
+        return [None if e is None else self._pending_of(k, e[0], e[1], e[2], e[3]) for k, e in zip(keys, found)]
+
+    def _take_many(self, vs: list[Any], keys: Sequence[Any]) -> list[tuple[int, float, float, Any] | None]:
+        """:meth:`take_many` of lookup values: ``(seq, score, t, x)`` or ``None`` per key."""
         buf, conn = self._buf, self._conn
         wanted = list(dict.fromkeys(vs))
-        found: dict[Any, tuple[Any, ...]] = {}
-        cols = "seq, k, kt, score, fn, fp, seg, t, nm"
-        for i in range(0, len(wanted), _CHUNK):
-            chunk = wanted[i:i + _CHUNK]
-            q = f"SELECT {cols} FROM pending WHERE k IN ({','.join('?' * len(chunk))})"
-            for row in conn.execute(q, chunk):
-                found[row[1]] = tuple(row)
         if self.on_unknown == "raise":  # a dry run: the first unknown key raises, nothing changed
-            avail = set(buf) | set(found)
+            seen: dict[Any, tuple[Any, ...]] = {}
+            for i in range(0, len(wanted), _CHUNK):
+                chunk = wanted[i:i + _CHUNK]
+                q = f"SELECT k, seq, score, t, x FROM pending WHERE k IN ({','.join('?' * len(chunk))})"
+                for row in conn.execute(q, chunk):
+                    seen[row[0]] = row
+            avail = set(buf) | set(seen)
             for key, v in zip(keys, vs):
                 if v not in avail:
                     self._unknown(key, False)
-                e0 = buf.get(v) or found[v]
-                if self._expired(e0[0], e0[7]):
+                e0 = buf.get(v) or seen[v]
+                if self._expired(e0[1], e0[3]):
                     self._unknown(key, True)
                 avail.discard(v)
-        out: list[Pending | None] = []
-        gone: list[tuple[int]] = []
-        for key, v in zip(keys, vs):
-            e: tuple[Any, ...] | None = buf.pop(v, None)
+        found: dict[Any, tuple[Any, ...]] = {}
+        for i in range(0, len(wanted), _CHUNK):  # found and deleted in one statement per chunk
+            chunk = wanted[i:i + _CHUNK]
+            q = f"DELETE FROM pending WHERE k IN ({','.join('?' * len(chunk))}) RETURNING k, seq, score, t, x"
+            for row in conn.execute(q, chunk):
+                found[row[0]] = row
+        self._pending -= len(found)
+        out: list[tuple[int, float, float, Any] | None] = []
+        expired = self._expired
+        matched = 0
+        for v in vs:
+            e = buf.pop(v, None)  # the newest decision of the key (an older one on disk was deleted too)
             older = found.pop(v, None)
-            if older is not None:
-                gone.append((older[0],))
-                self._pending -= 1
             if e is None:
                 e = older
-            else:
-                self._pending -= 1
-            self._n_labels += 1
             if e is None:
-                self._unmatched += 1
                 out.append(None)
-                continue
-            if self._expired(e[0], e[7]):
+            elif expired(e[1], e[3]):
                 self._evicted += 1
-                self._unmatched += 1
                 out.append(None)
-                continue
-            self._matched += 1
-            out.append(Pending(key, e[3], e[4], e[5], self._segment_of(e[6]), e[7], e[8], e[0]))
-        if gone:
-            conn.executemany("DELETE FROM pending WHERE seq=?", gone)
-        self._ops += len(vs)
+            else:
+                matched += 1
+                out.append(e[1:5])
+        self._n_labels += len(vs)
+        self._matched += matched
+        self._unmatched += len(vs) - matched
         return out
 
     def keys(self) -> Iterable[Any]:
-        """The pending keys, with their types, oldest decision first (the uncommitted batch
-        last). O(n); for inspection."""
+        """The pending keys, with their types, oldest decision first. O(n log n); for inspection."""
         self._check_open()
-        rows = self._conn.execute("SELECT k, kt FROM pending ORDER BY seq").fetchall()
         from ._keys import decode_db_key
 
-        on_disk = dict(rows)
-        out = [decode_db_key(v, kt, self._where) for v, kt in rows if v not in self._buf]
-        out += [decode_db_key(e[1], on_disk.get(e[1], e[2]) if e[1] in on_disk else e[2], self._where)
-                for e in sorted(self._buf.values())]
-        return out
+        rows = {k: (seq, kt) for k, kt, seq in self._conn.execute("SELECT k, kt, seq FROM pending")}
+        for v, e in self._buf.items():
+            old = rows.get(v)
+            rows[v] = (e[1], old[1] if old is not None else e[5])  # (a key decided again keeps its first type)
+        return [decode_db_key(v, kt, self._where) for v, (_, kt) in sorted(rows.items(), key=lambda r: r[1][0])]
 
     # ---------------------------------------------------------------- the owner's state
     def log(self, score: float, y: int, w: float = 1.0, *, t: float | None = None, segment: Any = _NO_SEGMENT,
             model_labels: int = 0) -> None:
         """Record one event the owner learned (its state changed): replayed, in order, after
         the last checkpoint when the store is reopened (:meth:`restore`). O(1) until the commit."""
-        self._logbuf.append((score, y, w, t, self._segment_text(segment), model_labels))
+        self._logbuf.append((score, y, w, _NAN if t is None else t, model_labels, self._segment_text(segment)))
         self._n_logged += 1
 
     def restore(self) -> tuple[bytes | None, list[tuple[float, int, float, float | None, Any, int]]]:
@@ -718,18 +767,33 @@ class PendingStore:
         raises ``ValueError`` naming the store. O(checkpoint + logged events)."""
         self._check_open()
         row = self._conn.execute("SELECT n, data FROM checkpoint WHERE id=1").fetchone()
-        rows = self._conn.execute("SELECT i, score, y, w, t, seg, nm FROM learned ORDER BY i").fetchall()
-        if len(rows) != self._n_logged:
-            raise ValueError(f"{self._where} is invalid: {len(rows)} learned events after the checkpoint, the "
+        out: list[tuple[float, int, float, float | None, Any, int]] = []
+        for i, n, blob, segs in self._conn.execute("SELECT i, n, data, segs FROM learned ORDER BY i"):
+            where = f"{self._where} is invalid: learned events {i}"
+            if type(n) is not int or type(blob) is not bytes or n < 1 or len(blob) != n * _LOG.itemsize:
+                raise ValueError(f"{where} are not {n!r} packed events"[:300])
+            a = np.frombuffer(blob, dtype=_LOG)
+            s, y, w, t, nm = a["s"], a["y"], a["w"], a["t"], a["nm"]
+            bad = ~(np.isfinite(s) & (y <= 1) & (w > 0.0) & (w <= MAX_WEIGHTED_COST) & (np.isfinite(t) | np.isnan(t))
+                    & (nm >= 0))
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                bad_event = (float(s[j]), int(y[j]), float(w[j]), float(t[j]), int(nm[j]))
+                raise ValueError(f"{where}: learned event {j} is {bad_event!r}")
+            seg_list: list[Any] = [None] * n
+            if segs is not None:
+                try:
+                    seg_list = json.loads(segs)
+                except (TypeError, ValueError):
+                    seg_list = []
+                if not isinstance(seg_list, list) or len(seg_list) != n or \
+                        not all(g is None or type(g) is str for g in seg_list):
+                    raise ValueError(f"{where}: their segments are not {n} texts")
+            for e in zip(s.tolist(), y.tolist(), w.tolist(), t.tolist(), seg_list, nm.tolist()):
+                out.append((e[0], e[1], e[2], None if e[3] != e[3] else e[3], self._segment_of(e[4]), e[5]))
+        if len(out) != self._n_logged:
+            raise ValueError(f"{self._where} is invalid: {len(out)} learned events after the checkpoint, the "
                              f"counter says {self._n_logged}")
-        out = []
-        for i, s, y, w, t, seg, nm in rows:
-            if type(s) is not float or not math.isfinite(s) or y not in (0, 1) or type(y) is not int or \
-                    type(w) is not float or not 0.0 < w <= MAX_WEIGHTED_COST or \
-                    (t is not None and (type(t) is not float or not math.isfinite(t))) or \
-                    type(nm) is not int or nm < 0:
-                raise ValueError(f"{self._where} is invalid: learned event {i} is {(s, y, w, t, nm)!r}"[:400])
-            out.append((s, y, w, t, self._segment_of(seg), nm))
         data = None
         if row is not None:
             if type(row[1]) is not bytes:
@@ -742,8 +806,8 @@ class PendingStore:
         """Commit if one is due (``commit_every`` operations, or ``commit_interval`` seconds
         since the last commit); whether it committed. Call it when an operation is complete.
         O(1), or a commit's cost."""
-        if self._ops >= self.commit_every or (self._ops and time.monotonic() - self._last_commit >=
-                                              self.commit_interval):
+        ops = self._next_seq + self._n_labels - self._ops_base
+        if ops >= self.commit_every or (ops and time.monotonic() - self._last_commit >= self.commit_interval):
             self.commit()
             return True
         return False
@@ -755,22 +819,17 @@ class PendingStore:
         state (``state_fn()``) replacing the logged events. O(batch log n) (+ the checkpoint)."""
         self._check_open()
         conn = self._conn
+        ops = self._next_seq + self._n_labels - self._ops_base
         if self._buf:
             rows = list(self._buf.values())
             self._buf.clear()
-            added = conn.executemany(
-                "INSERT OR IGNORE INTO pending(seq, k, kt, score, fn, fp, seg, t, nm) VALUES (?,?,?,?,?,?,?,?,?)",
-                rows).rowcount
+            added = conn.executemany(_INSERT, rows).rowcount
             if added < len(rows):  # keys decided again: their older decision is replaced
-                conn.executemany("UPDATE pending SET seq=?, score=?, fn=?, fp=?, seg=?, t=?, nm=? "
-                                 "WHERE k=? AND seq<>?", [(r[0], *r[3:], r[1], r[0]) for r in rows])
-                self._pending -= len(rows) - added
-        if self._age_n is not None:
-            self._sweep(conn.execute("DELETE FROM pending WHERE seq < ?", (self._next_seq - 1 - self._age_n,)))
-        if self._age_s is not None and self._newest_t > -math.inf:  # the oldest decisions, up to the first inside
-            cutoff = self._newest_t - self._age_s
-            first = conn.execute("SELECT seq FROM pending WHERE t >= ? ORDER BY seq LIMIT 1", (cutoff,)).fetchone()
-            self._sweep(conn.execute("DELETE FROM pending WHERE seq < ?", (first[0] if first else self._next_seq,)))
+                conn.executemany("UPDATE pending SET seq=?, score=?, t=?, x=? WHERE k=? AND seq<>?",
+                                 [(r[1], r[2], r[3], r[4], r[0], r[1]) for r in rows])
+            self._pending += added
+        if self._age_n is not None or self._age_s is not None:
+            self._sweep(2 * ops + 64)
         if self.state_fn is not None and (checkpoint or self._n_logged >= self.checkpoint_every):
             data = self.state_fn()
             self._n_checkpoints += 1
@@ -780,23 +839,47 @@ class PendingStore:
             self._logbuf.clear()
             self._n_logged = 0
         elif self._logbuf:
-            conn.executemany("INSERT INTO learned(score, y, w, t, seg, nm) VALUES (?,?,?,?,?,?)", self._logbuf)
-            self._logbuf.clear()
+            logbuf = self._logbuf
+            pack = _LOG_ROW.pack
+            blob = b"".join([pack(s, y, w, t, nm) for s, y, w, t, nm, _ in logbuf])
+            segs = [e[5] for e in logbuf]
+            conn.execute("INSERT INTO learned(n, data, segs) VALUES (?, ?, ?)",
+                         (len(logbuf), blob, json.dumps(segs) if segs.count(None) < len(segs) else None))
+            logbuf.clear()
         conn.executemany("UPDATE meta SET value=? WHERE name=?",
-                         [(self._next_seq, "next_seq"), (self._n_decided, "n_decided"), (self._n_labels, "n_labels"),
+                         [(self._next_seq, "next_seq"), (self._next_seq, "n_decided"), (self._n_labels, "n_labels"),
                           (self._matched, "matched"), (self._unmatched, "unmatched"), (self._evicted, "evicted"),
                           (self._pending, "pending"), (self._n_logged, "n_logged"),
                           (self._n_checkpoints, "n_checkpoints"),
                           (None if self._newest_t == -math.inf else self._newest_t, "newest_t")])
         conn.execute("COMMIT")
         conn.execute("BEGIN IMMEDIATE")
-        self._ops = 0
+        self._ops_base = self._next_seq + self._n_labels
         self._last_commit = time.monotonic()
 
-    def _sweep(self, cur: sqlite3.Cursor) -> None:
-        n = cur.rowcount
-        self._evicted += n
-        self._pending -= n
+    def _sweep(self, budget: int) -> None:
+        """Delete the decisions past the horizon among the next ``budget`` keys (in key order,
+        from where the last sweep stopped; after the last key, from the first)."""
+        conn = self._conn
+        cut_seq = -1 if self._age_n is None else self._next_seq - 1 - self._age_n
+        cut_t = -math.inf if self._age_s is None or self._newest_t == -math.inf else self._newest_t - self._age_s
+        at = self._sweep_at
+        if at is None:
+            n, last = conn.execute("SELECT count(*), max(k) FROM (SELECT k FROM pending ORDER BY k LIMIT ?)",
+                                   (budget,)).fetchone()
+            if n:
+                gone = conn.execute("DELETE FROM pending WHERE k <= ? AND (seq < ? OR t < ?)",
+                                    (last, cut_seq, cut_t)).rowcount
+        else:
+            n, last = conn.execute("SELECT count(*), max(k) FROM (SELECT k FROM pending WHERE k > ? ORDER BY k "
+                                   "LIMIT ?)", (at, budget)).fetchone()
+            if n:
+                gone = conn.execute("DELETE FROM pending WHERE k > ? AND k <= ? AND (seq < ? OR t < ?)",
+                                    (at, last, cut_seq, cut_t)).rowcount
+        self._sweep_at = last if n == budget else None
+        if n:
+            self._evicted += gone
+            self._pending -= gone
 
     def close(self) -> None:
         """Commit (with a checkpoint of the owner's state when it has one), shrink the WAL
@@ -1198,7 +1281,11 @@ class DecisionLoop:
             raise ValueError(f"model_labels must be an integer >= 0, got {_show(model_labels)}{where}")
         thr = self.threshold_of(None if seg is _NO_SEGMENT else seg)
         store._check_open()
-        store._put(v, kt, s, fn, fp, store._segment_text(seg), tf, int(model_labels))
+        if not self._margin and seg is _NO_SEGMENT and model_labels == 0:
+            store._put(v, kt, s, tf, None)
+        else:
+            store._put(v, kt, s, tf, _extra(fn if self._margin else 1.0, fp if self._margin else 1.0,
+                                            int(model_labels), store._segment_text(seg)))
         flag = s > thr
         if flag:
             self.n_flagged += 1
@@ -1255,10 +1342,17 @@ class DecisionLoop:
                 thr[i] = cache[seg] = self.threshold_of(None if seg is _NO_SEGMENT else seg)
         flags = out_s > thr
         seg_text = store._segment_text
-        for i in range(n):
-            v, kt = encoded[i]
-            store._put(v, kt, float(out_s[i]), float(out_fn[i]), float(out_fp[i]), seg_text(segs[i]), ts[i],
-                       int(model_labels))
+        put = store._put
+        nm = int(model_labels)
+        store._check_open()
+        if not self._margin and self._segments is None and nm == 0:
+            for (v, kt), s_i, t_i in zip(encoded, out_s.tolist(), ts):
+                put(v, kt, s_i, t_i, None)
+        else:
+            margin = self._margin
+            for i, (v, kt) in enumerate(encoded):
+                put(v, kt, float(out_s[i]), ts[i], _extra(float(out_fn[i]) if margin else 1.0,
+                                                          float(out_fp[i]) if margin else 1.0, nm, seg_text(segs[i])))
         self.n_flagged += int(flags.sum())
         store.tick()
         return Decisions(flags, thr, out_s)
@@ -1293,10 +1387,10 @@ class DecisionLoop:
             self._n_learned += 1
             self._n_pos += pos
 
-    def _weight(self, e: Pending, pos: bool, wt: float | None, where: str) -> float:
+    def _weight(self, fn: float, fp: float, pos: bool, wt: float | None, where: str) -> float:
         if not self._margin:
             return 1.0 if wt is None else wt
-        c = e.fn_cost if pos else e.fp_cost
+        c = fn if pos else fp
         weight = c if wt is None else c * wt
         if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:
             raise ValueError(f"the event's weight, w={wt!r} times its {'fn_cost' if pos else 'fp_cost'} {c!r}, is "
@@ -1317,24 +1411,38 @@ class DecisionLoop:
         sample weight (multiplying the event's cost). An unknown or evicted key: ``False``
         and counted (``on_unknown="count"``), or ``KeyError`` (``"raise"``). A bad label or
         weight raises before anything changes. O(log n) + O(log window)."""
-        pos = check_label(y) == 1
-        wt = self._check_w(w)
+        pos = (y is True or y == 1) if (y.__class__ is bool or y.__class__ is int) and (y == 0 or y == 1) else \
+            check_label(y) == 1
+        wt = None if w is None else self._check_w(w)
         store = self.store
+        store._check_open()
+        v = db_key(key)[0]
         if wt is not None and self._margin:  # the weight times the decision's cost must be in range
             e0 = store.peek(key)
             if e0 is not None:
-                self._weight(e0, pos, wt, f" (event key {_show(key)})")
-        e = store.take(key)
+                self._weight(e0.fn_cost, e0.fp_cost, pos, wt, f" (event key {_show(key)})")
+        e = store._take(v, key)
         if e is None:
             store.tick()
             return False
-        weight = self._weight(e, pos, wt, "")
-        self._learn(e.score, pos, weight, e.segment if self._segments is not None else None, e.model_labels)
-        store.log(e.score, int(pos), weight, segment=e.segment if self._segments is not None else _NO_SEGMENT,
-                  model_labels=e.model_labels)
-        self.n_positive_labels += pos
+        self._take_in(e, pos, wt)
         store.tick()
         return True
+
+    def _take_in(self, e: tuple[int, float, float, Any], pos: bool, wt: float | None) -> None:
+        """Learn a matched decision ``(seq, score, t, packed fields)`` with its label, and log it."""
+        store = self.store
+        s, x = e[1], e[3]
+        fn, fp, nm, seg_text = (1.0, 1.0, 0, None) if x is None else store._fields(x)
+        weight = (1.0 if wt is None else wt) if not self._margin else self._weight(fn, fp, pos, wt, "")
+        if self._segments is not None:
+            self._learn(s, pos, weight, store._segment_of(seg_text), nm)
+        else:
+            self._learn(s, pos, weight, None, nm)
+            seg_text = None
+        store._logbuf.append((s, 1 if pos else 0, weight, _NAN, nm, seg_text))
+        store._n_logged += 1
+        self.n_positive_labels += pos
 
     def label_many(self, keys: Sequence[Hashable], ys: Any, *, w: Any = None) -> np.ndarray:
         """:meth:`label` for a batch, in order, with the same results (one bool per key:
@@ -1360,23 +1468,25 @@ class DecisionLoop:
                 except (TypeError, ValueError) as exc:
                     raise type(exc)(f"{exc} (weight at position {i})") from None
         store = self.store
+        store._check_open()
+        vs = []
+        for i, k in enumerate(keys):
+            try:
+                vs.append(db_key(k)[0])
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"{exc} (key at position {i})") from None
         if w is not None and self._margin:
             for i, k in enumerate(keys):
                 e0 = store.peek(k)
                 if e0 is not None:
-                    self._weight(e0, pos[i], wts[i], f" (position {i})")
-        found = store.take_many(keys)
+                    self._weight(e0.fn_cost, e0.fp_cost, pos[i], wts[i], f" (position {i})")
+        found = store._take_many(vs, keys)
         out = np.zeros(n, dtype=bool)
-        segmented = self._segments is not None
+        take_in = self._take_in
         for i, e in enumerate(found):
-            if e is None:
-                continue
-            weight = self._weight(e, pos[i], wts[i], "")
-            self._learn(e.score, pos[i], weight, e.segment if segmented else None, e.model_labels)
-            store.log(e.score, int(pos[i]), weight, segment=e.segment if segmented else _NO_SEGMENT,
-                      model_labels=e.model_labels)
-            self.n_positive_labels += pos[i]
-            out[i] = True
+            if e is not None:
+                take_in(e, pos[i], wts[i])
+                out[i] = True
         store.tick()
         return out
 
