@@ -70,6 +70,16 @@ def single_client(port: int, c: int, n: int, seconds: float) -> tuple[list[float
     return out, elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of the process ``pid`` so far (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # pragma: no cover - not Linux
+        return float("nan")
+
+
 def percentile(xs: list[float], q: float) -> float:
     ys = sorted(xs)
     return ys[min(len(ys) - 1, int(q * len(ys)))]
@@ -120,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         headers = {"content-type": "application/json"}
         with httpx.Client(base_url=base, timeout=30) as http:
             sent = 0
+            c0 = cpu_seconds(server.pid)
             t0 = time.perf_counter()
             for body in decide_bodies:
                 if time.monotonic() > stop_at:
@@ -128,7 +139,9 @@ def main(argv: list[str] | None = None) -> int:
                 assert r.status_code == 200, r.text
                 sent += args.batch
             decide_rate = sent / (time.perf_counter() - t0)
+            decide_cpu = (cpu_seconds(server.pid) - c0) / max(1, sent)
             labelled = 0
+            c0 = cpu_seconds(server.pid)
             t0 = time.perf_counter()
             for body in label_bodies[: sent // args.batch]:
                 if time.monotonic() > stop_at:
@@ -137,11 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                 assert r.status_code == 200, r.text
                 labelled += args.batch
             label_rate = labelled / (time.perf_counter() - t0)
+            label_cpu = (cpu_seconds(server.pid) - c0) / max(1, labelled)
         per_client = args.singles // args.clients
+        c0 = cpu_seconds(server.pid)
         with multiprocessing.get_context("spawn").Pool(args.clients) as pool:
             runs = pool.starmap(single_client, [(port, c, per_client, stop_at - time.monotonic())
                                                 for c in range(args.clients)])
         latencies = [x for run, _ in runs for x in run]
+        single_cpu = (cpu_seconds(server.pid) - c0) / max(1, len(latencies))
         single_rate = len(latencies) / max(elapsed for _, elapsed in runs)  # the clients ran side by side
         counters = httpx.get(f"{base}/v1/threshold?bounds=false", timeout=30).json()
     finally:
@@ -158,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
                                                                   f"{args.clients} client processes"),
         ("single decision latency p50 / p99 (ms)",
          f"{percentile(latencies, 0.5) * 1e3:.2f} / {percentile(latencies, 0.99) * 1e3:.2f}", ""),
+        ("server CPU per event: batched decisions / batched labels (us)",
+         f"{decide_cpu * 1e6:.1f} / {label_cpu * 1e6:.1f}", "the server process's user + system time"),
+        ("server CPU per single decision request (us)", f"{single_cpu * 1e6:.0f}",
+         "the clients' HTTP work runs in their own processes"),
         ("labels matched / unmatched / lost", f"{counters['matched']:,} / {counters['unmatched']:,} / {lost:,}", ""),
         ("threshold at the end", f"{counters['threshold']:.4f}", f"{counters['n_held']:,} events held"),
     ]

@@ -95,6 +95,9 @@ def test_the_service_thresholds_equal_a_summary_fed_the_same_labels(tmp_path, mo
                 assert d["threshold"] == ref.get(e[seg]) and d["flag"] == (e["score"] > d["threshold"])
             else:
                 assert d["flag"] == ref.predict_one(e["score"])
+        for (e, _), d in zip(evs, got):  # one event per request: the same answers
+            one = client.post("/v1/decide", json={"events": [{**e, "key": f"one-{e['key']}"}]}).json()
+            assert one == {"decisions": [{**d, "key": f"one-{e['key']}"}]}
         before = client.get("/v1/threshold").json()
     with _client(tmp_path / "s.sqlite", **kw) as client:  # restarted on the same store
         assert client.get("/v1/threshold").json() == before

@@ -271,8 +271,18 @@ def create_app(settings: ServiceSettings) -> "FastAPI":
                 await task
             loop.close()
 
-    app = FastAPI(title="thors_stream threshold service", lifespan=lifespan,
-                          description="Cost-sensitive THORS thresholds: decide now, label later.")
+    class ThresholdApp(FastAPI):
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            """The two batched routes served straight from ASGI, before FastAPI's middleware."""
+            if scope["type"] == "http" and scope["method"] == "POST":
+                work = routes.get(scope["path"])
+                if work is not None:
+                    await raw(scope, receive, send, work)
+                    return
+            await super().__call__(scope, receive, send)
+
+    app = ThresholdApp(title="thors_stream threshold service", lifespan=lifespan,
+                       description="Cost-sensitive THORS thresholds: decide now, label later.")
 
     def _json(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
         return Response(json.dumps(obj, allow_nan=False, separators=(",", ":")), status_code=status,
@@ -378,11 +388,17 @@ def create_app(settings: ServiceSettings) -> "FastAPI":
         fn_list = None if fns is None else [loop.fn_cost if c is None else c for c in fns]
         fp_list = None if fps is None else [loop.fp_cost if c is None else c for c in fps]
         try:
-            d = loop.decide_many(keys, scores, fn_cost=fn_list, fp_cost=fp_list, segments=segs)
+            if n == 1:  # (one event: the same answer as decide_many, without its arrays)
+                g = None if segs is None else segs[0]
+                thr = [_num(loop.threshold_of(g))]
+                flags = [loop.decide(keys[0], scores[0], fn_cost=None if fn_list is None else fn_list[0],
+                                     fp_cost=None if fp_list is None else fp_list[0], segment=g)]
+            else:
+                d = loop.decide_many(keys, scores, fn_cost=fn_list, fp_cost=fp_list, segments=segs)
+                flags = d.flags.tolist()
+                thr = [_num(t) for t in d.thresholds.tolist()]
         except (TypeError, ValueError) as exc:  # (every field was checked above)
             raise _BadRequest(422, "events", str(exc)[:300]) from None
-        flags = d.flags.tolist()
-        thr = [_num(t) for t in d.thresholds.tolist()]
         return {"decisions": [{"key": k, "flag": f, "threshold": t} for k, f, t in zip(keys, flags, thr)]}
 
     def label_batch(obj: Any) -> dict[str, Any]:
@@ -471,20 +487,6 @@ def create_app(settings: ServiceSettings) -> "FastAPI":
         await send({"type": "http.response.start", "status": status, "headers": [
             (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]})
         await send({"type": "http.response.body", "body": body})
-
-    class FastPath:
-        def __init__(self, app: Any) -> None:
-            self.app = app
-
-        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] == "http" and scope["method"] == "POST":
-                work = routes.get(scope["path"])
-                if work is not None:
-                    await raw(scope, receive, send, work)
-                    return
-            await self.app(scope, receive, send)
-
-    app.add_middleware(FastPath)
 
     @app.post("/v1/decide", openapi_extra=_body(_decide_schema(seg_field, margin)),
               responses=_responses(_DECISIONS_SCHEMA), summary="Decide on events and store them as pending")
