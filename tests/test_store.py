@@ -218,6 +218,11 @@ def test_a_newer_format_other_settings_or_another_owner_are_refused(tmp_path):
     con.close()
     with pytest.raises(ValueError, match=r"store format 7.*newer"):
         DecisionLoop(path, fn_cost=5, fp_cost=1, window=100)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA user_version=1")
+    con.close()
+    with pytest.raises(ValueError, match=r"p\.sqlite has store format 1.*older"):
+        DecisionLoop(path, fn_cost=5, fp_cost=1, window=100)
 
 
 def test_a_corrupt_checkpoint_or_log_is_refused_naming_the_store(tmp_path):

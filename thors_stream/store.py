@@ -385,7 +385,9 @@ class PendingStore:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version != FORMAT:
             raise ValueError(f"{where} has store format {version}; this library reads format {FORMAT}"
-                             + (" (written by a newer thors_stream)" if version > FORMAT else ""))
+                             + (" (written by a newer thors_stream)" if version > FORMAT else
+                                " (written by an older thors_stream: finish its pending decisions with that "
+                                "version, or start a new store)"))
         for name, sql in _SCHEMA.items():
             if tables.get(name) != sql:
                 raise ValueError(f"{where} is invalid: its {name!r} table or index is "
