@@ -221,7 +221,7 @@ def test_a_newer_format_other_settings_or_another_owner_are_refused(tmp_path):
     con = sqlite3.connect(path)
     con.execute("PRAGMA user_version=1")
     con.close()
-    with pytest.raises(ValueError, match=r"p\.sqlite has store format 1.*older"):
+    with pytest.raises(ValueError, match=r"p\.sqlite' has store format 1.*older"):
         DecisionLoop(path, fn_cost=5, fp_cost=1, window=100)
 
 
