@@ -2,7 +2,8 @@
 
 One process owns a :class:`~thors_stream.store.DecisionLoop` on an SQLite store (SQLite has
 one writer) and serves it as JSON over HTTP (FastAPI on uvicorn: ``pip install
-'thors_stream[serve]'``). Scorers in any language call it:
+'thors_stream[serve]'``); from the command line, ``thors serve --store fraud.sqlite --fn-cost 50
+--fp-cost 1`` runs :func:`serve`. Scorers in any language call it:
 
 ``POST /v1/decide``
     ``{"events": [{"key": k, "score": p, "fn_cost"?: c, "fp_cost"?: c, <segment field>?: s}, ...]}``

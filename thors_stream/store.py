@@ -34,10 +34,11 @@ together or not at all. With ``synchronous=NORMAL`` in WAL mode:
 
 - a *process* crash (``kill -9``, an out-of-memory kill, a segfault) loses only what was not
   committed yet: at most the last ``commit_every`` operations or ``commit_interval`` seconds;
-- a *power loss or OS crash* may also lose the last commits before it (those not yet written
-  through to the disk by a WAL checkpoint or an ``fsync``), never more, and never leaves a
-  corrupt file: SQLite rolls back to the last durable commit. Pass ``synchronous="FULL"`` to
-  make every commit survive a power loss too (an ``fsync`` per commit).
+- a *power loss or OS crash* may also lose the last commits before it (those made since the
+  write-ahead log was last copied into the file and synced: at most about 40 MB of changes),
+  never more, and never leaves a corrupt file: SQLite rolls back to the last durable commit.
+  Pass ``synchronous="FULL"`` to make every commit survive a power loss too (an ``fsync`` per
+  commit).
 
 Opening the same path again resumes exactly where the last commit left off: the thresholding
 state is its checkpoint plus the learned events after it, replayed in order (at most
