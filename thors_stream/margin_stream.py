@@ -5,7 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from ._validation import check_label, check_weight
+import numpy as np
+
+from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, _product_error, check_label, check_weight
 from .margin import cost_margin, cost_margins, per_event_costs
 from .stream import StreamingThors
 
@@ -71,7 +73,12 @@ class MarginThors:
         m = cost_margin(p, fn_cost, fp_cost)  # checks p and both costs
         pos = check_label(y) == 1
         cost = float(fn_cost if pos else fp_cost)
-        weight = cost if w is None else cost * check_weight(w)
+        if w is None:
+            return m, pos, cost
+        sw = check_weight(w)
+        weight = cost * sw
+        if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:  # named as the caller gave it: w and the cost
+            raise _product_error("w", sw, cost, "")
         return m, pos, weight
 
     def update(self, p: Any, y: Any, *, fn_cost: Any, fp_cost: Any, w: Any = None, t: Any = None) -> None:
@@ -102,7 +109,13 @@ class MarginThors:
         weight[~pos] = fp[~pos]
         sw = check_weights(ws, n, "ws")
         if sw is not None:
-            weight = weight * sw
+            with np.errstate(over="ignore", under="ignore"):
+                product = weight * sw
+            bad = ~((product >= MIN_WEIGHTED_COST) & (product <= MAX_WEIGHTED_COST))
+            if bad.any():  # named as the caller gave it: the weight and the event's cost
+                i = int(np.flatnonzero(bad)[0])
+                raise _product_error("ws", float(sw[i]), float(weight[i]), f" at position {i}")
+            weight = product
         self.thors.update_many(m, pos, weight, ts)
 
     def get(self) -> float:
