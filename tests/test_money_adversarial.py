@@ -112,8 +112,6 @@ class _Model:
         self.n += 1
 
 
-@pytest.mark.xfail(strict=True, reason="river.py _learn_stored takes the decision from the store (db.take) before "
-                                       "the model's learn_one: an interrupted learn_one loses the decision")
 def test_store_keeps_the_decision_when_the_models_learn_one_is_interrupted(tmp_path):
     pytest.importorskip("river")
     from thors_stream.river import ThorsClassifier
@@ -134,8 +132,6 @@ def test_store_keeps_the_decision_when_the_models_learn_one_is_interrupted(tmp_p
         tc.close()
 
 
-@pytest.mark.xfail(strict=True, reason="river.py _learn_margin (and learn_one's score path) remember the first "
-                                       "negative label before the model's learn_one, which may raise")
 def test_interrupted_learn_one_does_not_change_the_negative_label_answered():
     pytest.importorskip("river")
     from thors_stream.river import ThorsClassifier
@@ -150,8 +146,6 @@ def test_interrupted_learn_one_does_not_change_the_negative_label_answered():
     assert tc.predict_one(x) is None  # as before the call: nothing was learned
 
 
-@pytest.mark.xfail(strict=True, reason="sklearn.py fit: a number given as fn_cost/fp_cost at fit sets fn_cost_/"
-                                       "fp_cost_ to None, so predict demands per-event costs")
 def test_sklearn_margin_fit_with_number_costs_predicts_with_them():
     pytest.importorskip("sklearn")
     from sklearn.linear_model import LogisticRegression

@@ -898,9 +898,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             if score - score != 0.0:
                 self._reject_score(score)
             self._cache_x = None
-            if not pos and self._neg_seen is None:
-                self._neg_seen = y  # the first negative label (predict_one returns it)
             self.classifier.learn_one(x, y)
+            if not pos and self._neg_seen is None:
+                self._neg_seen = y  # the first negative label (predict_one returns it), once learned
             sel = self._selector
             if sel is not None and sel._fixed is not None:  # window="auto", compiled: the step inline
                 sel._thr = None  # (see WindowSelector.update)
@@ -957,9 +957,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
         if w is not None and self._model_takes_w():
             model_kwargs["w"] = w
-        if not pos and self._neg_seen is None:
-            self._neg_seen = y  # the first negative label (predict_one returns it)
         self.classifier.learn_one(x, y, **model_kwargs)
+        if not pos and self._neg_seen is None:
+            self._neg_seen = y  # the first negative label (predict_one returns it), once learned
 
         if self._selector is not None:
             self._selector.update(score, pos, wt)
@@ -1027,9 +1027,9 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
         if w is not None and self._model_takes_w():
             model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
-        if not pos and self._neg_seen is None:
-            self._neg_seen = y  # the first negative label (predict_one returns it)
         self.classifier.learn_one(x, y, **model_kwargs)
+        if not pos and self._neg_seen is None:
+            self._neg_seen = y  # the first negative label (predict_one returns it), once learned
         self._n_model_labels += 1
         if key is not None:
             del self._pending[key]
@@ -1247,8 +1247,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 s, fn, fp, nm = p, 1.0, 1.0, 0
             weight = self._margin_weight(fn if pos else fp, pos, wt, key, x) if margin else wt
         if key is not None:
-            e = db.take(key)  # on_unknown="raise": KeyError, nothing changed
-            if e is None and not rescore:  # on_unknown="count": counted, nothing learned
+            # the decision is read here and taken from the store only once the model has learned,
+            # so an interrupted learn_one leaves it pending
+            e = db.peek(key)
+            if e is None and not rescore:
+                db.take(key)  # on_unknown="raise": KeyError, nothing changed; "count": counted, nothing learned
                 db.tick()
                 return
             if e is not None:  # (its weight was checked by the peek when w was given)
@@ -1259,9 +1262,11 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if w is not None and self._model_takes_w():
             model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
         first_negative = not pos and self._neg_seen is None
+        self.classifier.learn_one(x, y, **model_kwargs)
+        if key is not None:
+            db.take(key)  # the decision (or, with on_unknown="score", the unknown key's count)
         if first_negative:
             self._neg_seen = y  # the first negative label (predict_one returns it; checkpointed below)
-        self.classifier.learn_one(x, y, **model_kwargs)
         if margin:
             self._n_model_labels += 1
         if not margin or nm >= self.min_model_labels:

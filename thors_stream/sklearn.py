@@ -446,8 +446,9 @@ class ThorsThresholdClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimato
                 delattr(self, attr)
         self.estimator_, self.pos_label_, self.result_ = estimator_, pos_label, result
         self.best_threshold_ = result.threshold
-        self.fn_cost_ = None if fn is not None else costs.fn_cost
-        self.fp_cost_ = None if fp is not None else costs.fp_cost
+        # a number given to fit replaces the constructor's for this fit (and is predict's default)
+        self.fn_cost_ = costs.fn_cost if fn is None else float(fn[0]) if np.ndim(fn_cost) == 0 else None
+        self.fp_cost_ = costs.fp_cost if fp is None else float(fp[0]) if np.ndim(fp_cost) == 0 else None
         if hasattr(self.estimator_, "n_features_in_"):
             self.n_features_in_ = self.estimator_.n_features_in_
         if hasattr(self.estimator_, "feature_names_in_"):
