@@ -161,3 +161,23 @@ def test_sklearn_margin_fit_with_number_costs_predicts_with_them():
                                      cv=3).fit(X, y)
     assert at_fit.best_threshold_ == built.best_threshold_
     assert (at_fit.predict(X) == built.predict(X)).all()
+
+
+@pytest.mark.parametrize("bad", ["0.5", True, None])
+def test_a_probability_that_is_not_a_number_is_refused(bad):
+    """A model answering a string, a bool or None as its probability is refused, naming it, not converted."""
+    from thors_stream import ThorsClassifier
+
+    class Odd:
+        def predict_proba_one(self, x):
+            return {True: bad, False: 0.5}
+
+        def learn_one(self, x, y):
+            pass
+
+    m = ThorsClassifier(Odd(), fn_cost=5, fp_cost=1, warm_up=0)
+    with pytest.raises(TypeError, match="the model's probability of the positive class must be a real number"):
+        m.predict_one({"a": 1.0})
+    with pytest.raises(TypeError, match="the model's probability"):
+        m.learn_one({"a": 2.0}, True)
+    assert len(m.thors) == 0

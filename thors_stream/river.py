@@ -83,6 +83,15 @@ def _snapshot(x: Any) -> dict[Hashable, Any] | None:
         return None
 
 
+def _probability(value: Any) -> float:
+    """A model's probability that is not a ``float`` (a numpy scalar, an ``int``) as one; a
+    string, a bool or ``None`` is refused with ``TypeError`` rather than converted."""
+    try:
+        return real_number(value, "the model's probability of the positive class")
+    except ValueError:  # nan/inf: the callers refuse non-finite scores with their own message
+        return float(value)
+
+
 def _is_one(label: Any) -> bool:
     """``True``, ``1``, ``np.True_`` or ``np.int64(1)``: the labels the default ``pos_label`` covers."""
     return isinstance(label, (bool, int, np.bool_, np.integer)) and bool(label == 1)
@@ -725,7 +734,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         pos = self.pos_label
         score = proba.get(pos, 0.0) if proba else 0.0
         if type(score) is not float:
-            score = float(score)
+            score = _probability(score)
         if key is not None:
             self._store(key, self._margin_entry(score, x, key) if self._margin else score)
         self._cache_x = _snapshot(x)
@@ -756,7 +765,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
                 proba = self._proba(x, kwargs)  # raises the explanatory error
         score = proba.get(self.pos_label, 0.0)
         if type(score) is not float:
-            score = float(score)
+            score = _probability(score)
         if self._special:  # segment= or per-event costs
             decision = self._decide_special(x, score, key)
             if self._plain_labels:
@@ -1084,7 +1093,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
 
     def _score_now(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> float:
         score = self._proba(x, kwargs).get(self.pos_label, 0.0)
-        return score if type(score) is float else float(score)
+        return score if type(score) is float else _probability(score)
 
     @staticmethod
     def _reject_score(score: float) -> None:
