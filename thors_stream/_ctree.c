@@ -2470,25 +2470,27 @@ out:
 /* ------------------------------------------------------------------ batches by key */
 
 /* A batch whose events repeat few distinct scores is aggregated by key before it touches the
-   tree: one hash lookup per event instead of a sort of the events, then one row per distinct
-   key for its additions and one for its removals, sorted by key, for apply_sorted_impl (which
-   applies a key's additions before its removals, as it does per-event rows). Per key and
-   class, the added and the removed events are counted and their weights summed as
-   double-double numbers (dd_add): a sum of unit weights is its count, so only a class that
-   meets another weight is summed, starting from its count. On the exactness condition (every
-   per-score sum fits a double-double) the tree then holds the very pairs the per-event rows
-   give it: an exact sum has one renormalised double-double, whatever the order of its terms.
-   (A sum whose low part is not zero goes to the tree as a second row, after the first.)
-   A batch of many distinct keys is told by its first events (no repeat among the first
-   AGG_FIRST, or more than 15/16 of the first AGG_PROBE distinct) and sorted instead, as is one of more than AGG_MAX
-   keys or of more keys than half its events (too few rows saved to pay for the hashing, and
-   the sorted events of a large batch can take two threads). */
-#define AGG_MAX 16384      /* most distinct keys a batch is aggregated over */
+   tree: one hash lookup per event instead of a sort of the events. Per key and class, the
+   added and the removed events are counted and their weights summed as double-double numbers
+   (dd_add): a sum of unit weights is its count, so only a class that meets another weight is
+   summed, starting from its count. The keys are then sorted, and either each key's counts are
+   changed in place (counts_in_place: a plain tree whose keys all stay held) or the tree takes
+   one row per key for its additions and one for its removals, in key order, through
+   apply_sorted_impl (which applies a key's additions before its removals, as it does per-event
+   rows; a sum whose low part is not zero goes to the tree as a second row, after the first).
+   On the exactness condition (every per-score sum fits a double-double) the tree then holds the
+   very pairs the per-event rows give it: an exact sum has one renormalised double-double,
+   whatever the order of its terms. A batch of many distinct keys is told by its first events
+   (no repeat among the first AGG_FIRST, or more than 15/16 of the first AGG_PROBE distinct) and
+   sorted instead, as is one of more than AGG_MAX keys or of more keys than half its events
+   (too few rows saved to pay for the hashing, and the sorted events of a large batch can take
+   two threads). */
+#define AGG_MAX 16384         /* most distinct keys a batch is aggregated over */
+#define AGG_MIN 256           /* smaller batches are sorted (nothing to gain) */
+#define AGG_PROBE 1024        /* more distinct keys than 15/16 of the first AGG_PROBE events: sorted instead */
+#define AGG_FIRST 128         /* (as is a batch whose first AGG_FIRST events are all distinct: told at once) */
+#define AGG_PROBE_REBUILD 256 /* (AGG_PROBE for a batch that rebuilds the tree: sorting its values is cheap) */
 static long long keyed_batches, replaced_batches; /* tests: batches applied by key, batches that rebuilt the tree */
-#define AGG_MIN 256        /* smaller batches are sorted (nothing to gain) */
-#define AGG_PROBE 1024     /* more distinct keys than 15/16 of the first AGG_PROBE events: sorted instead */
-#define AGG_FIRST 128      /* (as is a batch whose first AGG_FIRST events are all distinct: told at once) */
-#define AGG_PROBE_REBUILD 256 /* (the same for a batch that rebuilds the tree: sorting its values is cheap) */
 
 typedef struct {
     double key;    /* the first of its events (of the signed zeros, the one that came first) */
@@ -2732,7 +2734,7 @@ static int apply_keyed(CTree *t, const double *s, const uint8_t *y, const double
     KeyTable T;
     if (kt_init(&T, m < AGG_MAX ? m : AGG_MAX) < 0) return -1;
     int rc = kt_count(&T, t, s, y, w, q0, q1, e_old, AGG_PROBE);
-    if (rc || T.d > m / 2) { kt_free(&T); return rc < 0 ? -1 : 0; } /* (less than half the rows: sorted instead) */
+    if (rc || T.d > m / 2) { kt_free(&T); return rc < 0 ? -1 : 0; } /* (more keys than half the changes: sorted) */
     Py_ssize_t d = T.d, cap = 4 * d;
     uint32_t *order = PyMem_Malloc((size_t)(d ? d : 1) * sizeof(uint32_t));
     double *buf = PyMem_Malloc((size_t)(cap ? cap : 1) * 5 * sizeof(double));
@@ -2893,8 +2895,9 @@ static double zero_of(const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzer
 
 /* A count window's batch at least as long as the window expires every record the ring holds:
    the tree then holds exactly the batch's kept events s, y, w [q0, q1) (w NULL: every weight
-   1), and is built from them (build_from, O(m) once they are ordered by key) instead of being
-   changed by the removal of every held event and the addition of the new ones. Each key's
+   1), and is built from them (O(m) once they are ordered by key: straight into the leaves, or
+   through build_from) instead of being changed by the removal of every held event and the
+   addition of the new ones. Each key's
    weights are summed from zero with dd_add, as a fresh tree fed those events holds them
    (history independence: on the exactness condition, the rows of any other path). The keys
    are ordered by hashing when they repeat (as apply_keyed counts them), else by sorting: their
@@ -2902,7 +2905,8 @@ static double zero_of(const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzer
    the weights must be summed in arrival order. A zero score keeps the representation the tree
    held (0.0 or -0.0) when it held a zero score, as an update does; else the first to arrive.
    Returns 1 when done, 0 when not applicable (the tree holds events the ring does not: nothing
-   changed), -1 with MemoryError or ValueError set (nothing changed). The ring is the caller's. */
+   changed), -1 with MemoryError set (nothing changed; no count can pass 2**32 - 1, a batch
+   having at most that many events). The ring is the caller's. */
 static int replace_all(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
                        Py_ssize_t q1) {
     /* every held event is a live ring record (a count window's tree holds nothing else: checked) */
@@ -3079,7 +3083,9 @@ static PyObject *CTree_add_many(CTree *self, PyObject *args) {
     Py_ssize_t m;
     if (refuse_broken(self) < 0) return NULL;
     if (event_buffers(args, 3, b, &m, "add_many(s, y, w)") < 0) return NULL;
-    int rc = apply_keyed(self, b[0].buf, b[1].buf, b[2].buf, 0, m, 0);
+    int rc = -1;
+    if (m > (Py_ssize_t)UINT32_MAX) PyErr_SetString(PyExc_MemoryError, "batch too large");
+    else rc = apply_keyed(self, b[0].buf, b[1].buf, b[2].buf, 0, m, 0);
     rc = rc < 0 ? -1 : rc ? 0 : apply_events(self, b[0].buf, b[1].buf, b[2].buf, NULL, m);
     if (rc == 0)
         for (Py_ssize_t q = 0; q < m && self->pr_state; q++) pr_push(self, ((const double *)b[0].buf)[q]);
