@@ -70,6 +70,9 @@ DAY = 86_400.0
 FEE = 3.0  # cost of reviewing a genuine payment
 DAYS = 120
 PER_DAY = int(os.environ.get("THORS_FRAUD_PER_DAY", "800"))  # smaller for a quick smoke run
+# the release file is written every RELEASE_EVERY-th published night (1: every night, as a job
+# would; a smoke run writes fewer, each one computing exact bounds for every segment)
+RELEASE_EVERY = int(os.environ.get("THORS_FRAUD_RELEASE_EVERY", "1"))
 CHECKPOINT_EVERY = max(500, DAYS * PER_DAY // 20)
 MATURITY_DAYS = 20  # chargebacks come within 20 days: every label is final by then
 FREEZE_DAYS = 40  # the model learns from labels until then, and is frozen after
@@ -172,7 +175,7 @@ class Loop:
             return
         self.deployed = {"global": glob.threshold, **{k: r.threshold for k, r in plan.results.items()}}
         self.nights["published"] += 1
-        if self.release_dir is not None:
+        if self.release_dir is not None and self.nights["published"] % RELEASE_EVERY == 0:
             segs = {k: {**release_entry(r, min_per_class=MIN_PER_CLASS), "source": plan.sources[k]}
                     for k, r in plan.results.items()}
             digest = hashlib.sha256(np.stack([s, y, a]).tobytes()).hexdigest()

@@ -23,7 +23,8 @@ def test_quickstart():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="uses SIGKILL")
 def test_fraud_loop_survives_a_kill():
-    p = run("fraud_loop.py", env={"THORS_FRAUD_PER_DAY": "80", "THORS_FRAUD_PAUSE": "0.2"})
+    p = run("fraud_loop.py", env={"THORS_FRAUD_PER_DAY": "80", "THORS_FRAUD_PAUSE": "0.2",
+                                           "THORS_FRAUD_RELEASE_EVERY": "10"})
     assert p.returncode == 0, p.stderr
     assert "worker killed with SIGKILL" in p.stdout
     assert "identical to an uninterrupted run: True" in p.stdout
