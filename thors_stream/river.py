@@ -969,22 +969,12 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         self.classifier.learn_one(x, y, **model_kwargs)
         if not pos and self._neg_seen is None:
             self._neg_seen = y  # the first negative label (predict_one returns it), once learned
-
-        if self._selector is not None:
-            self._selector.update(score, pos, wt)
-        elif self._segmented is not None:
-            self._segmented.update(seg, score, pos, wt, tf)
-        else:
-            self._thors.update(score, pos, wt, tf)
-        if tf is not None and tf > self._last_t:
-            self._last_t = tf  # the newest time learned
+        self._apply(score, pos, wt, tf, seg)
         if key is not None:
             del self._pending[key]
             self._n_matched += 1
         elif unmatched:
             self._n_unmatched += 1
-        if not self._ready:
-            self._count(pos)
 
     def _learn_margin(self, x: dict[Hashable, Any], y: Any, key: Hashable | None, w: float | None, t: Any,
                       kwargs: dict[str, Any]) -> None:
@@ -1048,16 +1038,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         if not learn:  # a cold start's margin: the model had learned too few labels to score it
             self._n_cold_skipped += 1
             return
-        if self._selector is not None:
-            self._selector.update(margin, pos, weight)
-        elif self._segmented is not None:
-            self._segmented.update(seg, margin, pos, weight, tf)
-        else:
-            self._thors.update(margin, pos, weight, tf)
-        if tf is not None and tf > self._last_t:
-            self._last_t = tf  # the newest time learned
-        if not self._ready:
-            self._count(pos)
+        self._apply(margin, pos, weight, tf, seg)
 
     def _positive(self, y: Any) -> bool:
         """With a ``pos_label``: whether ``y`` is it (a negative label must be hashable: the
@@ -1185,7 +1166,8 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         return checkpoint_bytes("ThorsClassifier.thresholding", *self._thresholding_parts())
 
     def _apply(self, score: float, pos: bool, weight: float, tf: float | None, seg: Any) -> None:
-        """Teach the thresholder one event (the store's learn path and its replay)."""
+        """Teach the thresholder one event, after the model has learned it (every learn path but the
+        lean one, and the store's replay)."""
         if self._selector is not None:
             self._selector.update(score, pos, weight)
         elif self._segmented is not None:
