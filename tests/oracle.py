@@ -29,3 +29,21 @@ def brute_force(events, fn_cost, fp_cost, class_prior=None):
     best = min(costs.values())
     thr = next(t for t in candidates if costs[t] == best)
     return thr, best, costs
+
+
+def money_oracle(margins, ys, fns, fps, ws):
+    """Brute force in money for the cost-margin mode: candidates every distinct margin and -inf;
+    the money lost (missed positives' fn * w + flagged negatives' fp * w) in exact arithmetic;
+    the smallest cut among the minima. Returns (cut, money)."""
+    cands = [-INF] + sorted(set(margins))
+    costs = []
+    for t in cands:
+        c = Fraction(0)
+        for m, y, fn, fp, w in zip(margins, ys, fns, fps, ws):
+            if y and m <= t:
+                c += Fraction(fn) * Fraction(w)
+            elif not y and m > t:
+                c += Fraction(fp) * Fraction(w)
+        costs.append(c)
+    best = min(costs)
+    return cands[costs.index(best)], best

@@ -3,13 +3,13 @@ MarginThors against the batch answer over its window, and bad input leaving stat
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import money_oracle
 
 from thors_stream import MarginThors, thors_threshold
 from thors_stream.event_costs import thors_event_costs
@@ -22,21 +22,6 @@ FP = st.sampled_from([1.0, 5.0, 8.0])
 EVENTS = st.lists(st.tuples(PROBS, st.booleans(), FN, FP, st.sampled_from([1.0, 2.0, 3.0])), min_size=1, max_size=25)
 
 
-def money_oracle(margins, ys, fns, fps, ws):
-    """Brute force in exact arithmetic: every distinct margin and -inf; the money lost
-    (missed positives' fn * w + flagged negatives' fp * w); the smallest cut among the minima."""
-    cands = [-math.inf] + sorted(set(margins))
-    costs = []
-    for t in cands:
-        c = Fraction(0)
-        for m, y, fn, fp, w in zip(margins, ys, fns, fps, ws):
-            if y and m <= t:
-                c += Fraction(fn) * Fraction(w)
-            elif not y and m > t:
-                c += Fraction(fp) * Fraction(w)
-        costs.append(c)
-    best = min(costs)
-    return cands[costs.index(best)], best
 
 
 @settings(max_examples=80, deadline=None)

@@ -4,33 +4,16 @@ must leave the wrappers as before or as after (never between)."""
 
 from __future__ import annotations
 
-import math
 import random
 import warnings
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from oracle import money_oracle
 
 from thors_stream import MarginThors, thors_threshold
 from thors_stream.margin import PROBA_CLIP, cost_margin
-
-
-def _money_oracle(margins, ys, fns, fps, ws):
-    """Every distinct margin and -inf; money lost in exact arithmetic; the smallest cut among the minima."""
-    cands = [-math.inf] + sorted(set(margins))
-    costs = []
-    for t in cands:
-        c = Fraction(0)
-        for m, y, fn, fp, w in zip(margins, ys, fns, fps, ws):
-            if y and m <= t:
-                c += Fraction(fn) * Fraction(w)
-            elif not y and m > t:
-                c += Fraction(fp) * Fraction(w)
-        costs.append(c)
-    best = min(costs)
-    return cands[costs.index(best)], best
-
 
 # p = 0, 2**-41 and PROBA_CLIP clip to the same margin (ties), as do 1 - 2**-53, 1 - PROBA_CLIP and 1
 PROBS = [0.0, 2.0**-41, PROBA_CLIP, 5e-324, 1.0 - 2.0**-53, 1.0 - PROBA_CLIP, 1.0, 0.5, 1 / 3, 2 / 3, 0.2]
@@ -38,7 +21,7 @@ PROBS = [0.0, 2.0**-41, PROBA_CLIP, 5e-324, 1.0 - 2.0**-53, 1.0 - PROBA_CLIP, 1.
 
 @pytest.mark.parametrize("base_fn, base_fp", [(1.0, 1.0), (2.0**-960, 2.0**-960), (2.0**900, 2.0**900),
                                               (2.0**-960, 2.0**-950), (2.0**940, 2.0**930)])
-def test_margin_threshold_at_float64_edges_equals_the_money_oracle(base_fn, base_fp):
+def test_margin_threshold_at_float64_edges_equals_themoney_oracle(base_fn, base_fp):
     rnd = random.Random(hash((base_fn, base_fp)) & 0xFFFF)
     fns = [base_fn * k for k in (1, 2, 3, 4)]
     fps = [base_fp * k for k in (1, 2, 4)]
@@ -50,7 +33,7 @@ def test_margin_threshold_at_float64_edges_equals_the_money_oracle(base_fn, base
         fp = [rnd.choice(fps) for _ in range(n)]
         ws = [rnd.choice([1.0, 2.0, 3.0]) for _ in range(n)]
         m = [cost_margin(*e) for e in zip(p, fn, fp)]
-        thr, best = _money_oracle(m, y, fn, fp, ws)
+        thr, best = money_oracle(m, y, fn, fp, ws)
         r = thors_threshold(p, y, fn_cost=fn, fp_cost=fp, sample_weight=ws, decide_on="margin")
         assert (r.threshold, Fraction(r.cost)) == (thr, best)
         one, many = MarginThors(window=None), MarginThors(window=None)

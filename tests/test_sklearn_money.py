@@ -4,7 +4,6 @@ Pipeline and cross_validate, MoneyLostScorer, bad input leaving a fitted classif
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction
 
 import numpy as np
@@ -15,6 +14,7 @@ pytest.importorskip("sklearn")
 import sklearn
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from oracle import money_oracle
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import UnsetMetadataPassedError
 from sklearn.linear_model import LogisticRegression
@@ -77,20 +77,6 @@ def _money(y_pos, flagged, fn, fp):
     return float(np.sum(np.where(y_pos & ~flagged, fn, 0.0)) + np.sum(np.where(~y_pos & flagged, fp, 0.0)))
 
 
-def _money_oracle(margins, ys, fns, fps, ws):
-    """Brute force in exact arithmetic over every distinct margin and -inf (smallest cut among the minima)."""
-    cands = [-math.inf, *sorted(set(margins))]
-    costs = []
-    for t in cands:
-        c = Fraction(0)
-        for m, yy, fn, fp, w in zip(margins, ys, fns, fps, ws):
-            if yy and m <= t:
-                c += Fraction(fn) * Fraction(w)
-            elif not yy and m > t:
-                c += Fraction(fp) * Fraction(w)
-        costs.append(c)
-    best = min(costs)
-    return cands[costs.index(best)], best
 
 
 # heavy ties (0 and 1 clip to the same margin), few costs, dyadic weights (0 = absent)
@@ -109,7 +95,7 @@ def test_prefit_margin_threshold_is_the_brute_force_money_optimum(events, weight
     clf = ThorsThresholdClassifier(_prefit(), decide_on="margin", cv="prefit", refit=False)
     clf.fit(X, y.astype(int), sample_weight=ws if weighted else None, fn_cost=fn, fp_cost=fp)
     m = [cost_margin(*e) for e in zip(p, fn, fp)]
-    thr, best = _money_oracle(m, y, fn, fp, ws)
+    thr, best = money_oracle(m, y, fn, fp, ws)
     assert clf.best_threshold_ == thr
     assert Fraction(clf.result_.cost) == best
     # deciding the validation events reproduces the money lost (weighted)
