@@ -924,14 +924,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         wt = 1.0 if w is None else check_weight(w)
         if w is not None:
             check_weighted_costs(wt, self._thors.fn_cost, self._thors.fp_cost)  # before the model learns
-        tf = None
-        if self._timed:
-            if t is None and self.moment is not None:
-                t = self._moment_of(x)
-            if t is None:
-                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
-                                 "or give ThorsClassifier(..., moment=<feature name or callable>)")
-            tf = check_time(t, "t")  # (older than the newest: a late label, as StreamingThors takes it)
+        tf = self._event_time(x, t)
         if self._db is not None:
             self._learn_stored(x, y, pos, key, w, wt, tf, kwargs)
             return
@@ -983,14 +976,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         by the event's cost (``fn_i`` for a positive, ``fp_i`` for a negative) times ``w``."""
         pos = self._positive(y) if not self._plain_labels else check_label(y) == 1
         wt = 1.0 if w is None else check_weight(w)
-        tf = None
-        if self._timed:
-            if t is None and self.moment is not None:
-                t = self._moment_of(x)
-            if t is None:
-                raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
-                                 "or give ThorsClassifier(..., moment=<feature name or callable>)")
-            tf = check_time(t, "t")
+        tf = self._event_time(x, t)
         if self._db is not None:
             self._learn_stored(x, y, pos, key, w, wt, tf, kwargs)
             return
@@ -1062,6 +1048,18 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         except (KeyError, TypeError):
             raise ValueError(f"segment {g!r}: no hashable segment in x") from None
         return key
+
+    def _event_time(self, x: dict[Hashable, Any], t: Any) -> float | None:
+        """The event's time with ``period`` (``t``, else ``moment`` of ``x``; one older than the
+        newest is a late label, as StreamingThors takes it), checked; ``None`` without ``period``."""
+        if not self._timed:
+            return None
+        if t is None and self.moment is not None:
+            t = self._moment_of(x)
+        if t is None:
+            raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
+                             "or give ThorsClassifier(..., moment=<feature name or callable>)")
+        return check_time(t, "t")
 
     def _moment_of(self, x: dict[Hashable, Any]) -> Any:
         m = self.moment
