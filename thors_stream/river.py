@@ -83,6 +83,10 @@ def _snapshot(x: Any) -> dict[Hashable, Any] | None:
         return None
 
 
+_RESCORE = object()
+"""What :meth:`ThorsClassifier._lookup` answers for an unknown key under ``on_unknown="score"``."""
+
+
 def _probability(value: Any) -> float:
     """A model's probability that is not a ``float`` (a numpy scalar, an ``int``) as one; a
     string, a bool or ``None`` is refused with ``TypeError`` rather than converted."""
@@ -930,21 +934,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             return
         unmatched = False
         if key is not None:
-            try:
-                score = self._pending[key]
-            except KeyError:
-                if self._policy == "raise":
-                    raise KeyError(
-                        f"unknown key {key!r}: no score is pending under it (predict_one/predict_proba_one was not "
-                        "called with this key, its label was already learned, or it was evicted: at most "
-                        f"max_pending={self.max_pending} scores are kept, {self._n_evicted} evicted so far)"
-                    ) from None
-                if self._policy == "count":
-                    self._n_unmatched += 1
-                    return
+            entry = self._lookup(key, "score")
+            if entry is None:  # on_unknown="count": counted, nothing learned
+                return
+            if entry is _RESCORE:
                 unmatched, key = True, None  # "score": learned as a label without a key (x scored now)
-            except TypeError:
-                raise TypeError(f"key must be hashable, got {key!r}") from None
+            else:
+                score = entry
         if key is None:
             cached = self._cache_x
             if cached is not None and _same_features(cached, x):
@@ -982,21 +978,13 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             return
         unmatched = False
         if key is not None:  # the decision-time margin and costs
-            try:
-                margin, fn, fp, n_scored = self._pending[key]
-            except KeyError:
-                if self._policy == "raise":
-                    raise KeyError(
-                        f"unknown key {key!r}: no margin is pending under it (predict_one/predict_proba_one was not "
-                        "called with this key, its label was already learned, or it was evicted: at most "
-                        f"max_pending={self.max_pending} are kept, {self._n_evicted} evicted so far)"
-                    ) from None
-                if self._policy == "count":
-                    self._n_unmatched += 1
-                    return
+            entry = self._lookup(key, "margin")
+            if entry is None:  # on_unknown="count": counted, nothing learned
+                return
+            if entry is _RESCORE:
                 unmatched, key = True, None  # "score": learned as a label without a key (x scored now)
-            except TypeError:
-                raise TypeError(f"key must be hashable, got {key!r}") from None
+            else:
+                margin, fn, fp, n_scored = entry
         if key is None:  # re-scored: the current model's probability (reused when predict_one just gave it for this x)
             cached = self._cache_x
             p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
@@ -1048,6 +1036,26 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         except (KeyError, TypeError):
             raise ValueError(f"segment {g!r}: no hashable segment in x") from None
         return key
+
+    def _lookup(self, key: Hashable, what: str) -> Any:
+        """The entry pending under ``key`` (in memory); for an unknown key, by ``on_unknown``:
+        ``"raise"`` raises ``KeyError`` (nothing changed), ``"count"`` counts it and returns
+        ``None``, ``"score"`` returns ``_RESCORE`` (the label is learned with ``x`` scored now)."""
+        try:
+            return self._pending[key]
+        except KeyError:
+            if self._policy == "raise":
+                raise KeyError(
+                    f"unknown key {key!r}: no {what} is pending under it (predict_one/predict_proba_one was not "
+                    "called with this key, its label was already learned, or it was evicted: at most "
+                    f"max_pending={self.max_pending} {what}s are kept, {self._n_evicted} evicted so far)"
+                ) from None
+            if self._policy == "count":
+                self._n_unmatched += 1
+                return None
+            return _RESCORE
+        except TypeError:
+            raise TypeError(f"key must be hashable, got {key!r}") from None
 
     def _event_time(self, x: dict[Hashable, Any], t: Any) -> float | None:
         """The event's time with ``period`` (``t``, else ``moment`` of ``x``; one older than the
