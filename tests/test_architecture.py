@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("arrays and streams", {"batch", "stream", "_stream_lock", "_stream_state", "_stream_np", "_stream_windows",
                             "_stream_store"}),
     ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
-                        "margin_stream", "store"}),
+                        "margin_stream", "store", "_store_sqlite", "_store_pending", "_store_loop"}),
     ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
                                        "__init__", "service", "cli_serve"}),
 ]
