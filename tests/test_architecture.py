@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, set[str]]] = [
                             "_stream_store"}),
     ("built on them", {"selection", "segments", "event_costs", "multiclass", "release", "metrics",
                         "margin_stream", "store", "_store_sqlite", "_store_pending", "_store_loop"}),
-    ("integrations and entry points", {"river", "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
+    ("integrations and entry points", {"river", "_river_base", "_river_money", "_river_pending", "_river_state",
+                                       "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
                                        "__init__", "service", "cli_serve"}),
 ]
 

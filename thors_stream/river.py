@@ -4,6 +4,14 @@
 replaces its decision rule by the THORS threshold of its own out-of-sample scores,
 kept up to date over a sliding window with :class:`~thors_stream.StreamingThors`.
 
+The class is assembled from parts, each with its own module: the pending decisions by key,
+in memory or in a store (:mod:`thors_stream._river_pending`), per-event costs and cost margins
+(:mod:`thors_stream._river_money`), checkpoints and pickling (:mod:`thors_stream._river_state`),
+and the state and steps they share (:mod:`thors_stream._river_base`). This module holds the
+constructor (river reads the parameters off its signature), river's API (``predict_one``,
+``predict_proba_one``, ``learn_one``, ``clone``), the store's ``commit`` and ``close`` and the
+properties; ``save_thresholding`` and ``load_thresholding`` are the checkpoint part's.
+
 This module is ``thors_stream.river``; inside it ``import river`` is an absolute
 import and resolves to the river package itself.
 """
@@ -13,30 +21,28 @@ from __future__ import annotations
 import collections
 import copy
 import datetime as dt
-import inspect
 import math
 import os
-import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from river import base
 
-from ._keys import db_key, decode_key, encode_key
-from ._validation import (
-    MAX_WEIGHTED_COST,
-    MIN_WEIGHTED_COST,
-    _show,
-    check_label,
-    check_time,
-    check_weight,
-    check_weighted_costs,
-    real_number,
+from ._river_base import (
+    _RESCORE,
+    _cost_setting,
+    _is_one,
+    _probability,
+    _same_features,
+    _snapshot,
 )
-from .margin import cost_margin
-from .neyman_pearson import NPInfeasibleError
+from ._river_base import CostSetting as CostSetting  # (re-exported: the type of fn_cost and fp_cost)
+from ._river_money import MoneyPart
+from ._river_pending import PendingPart
+from ._river_state import StatePart
+from ._river_state import _encode_pending_key as _encode_pending_key  # (re-exported: its old home)
+from ._validation import check_label, check_weight, check_weighted_costs
 from .selection import DEFAULT_WINDOWS, WindowSelector, selector_step
 from .stream import StreamingThors
 
@@ -44,21 +50,6 @@ if TYPE_CHECKING:
     from .store import PendingStore
 
 __all__ = ["ThorsClassifier"]
-
-
-def _accepted_kwargs(model: Any, method: str) -> frozenset[str] | None:
-    """Extra keyword arguments ``model.method`` accepts; ``None`` means any (``**kwargs``).
-
-    The same routing rule as ``river.compose.Pipeline``: read off the class so it keeps
-    working when instance attribute access is patched.
-    """
-    try:
-        params = inspect.signature(getattr(type(model), method)).parameters
-    except (TypeError, ValueError, AttributeError):
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return None
-    return frozenset(params) - {"self", "x", "y"}
 
 
 class _DefaultWindow(int):
@@ -71,71 +62,7 @@ class _DefaultWindow(int):
 _DEFAULT_WINDOW = _DefaultWindow(10_000)
 
 
-def _snapshot(x: Any) -> dict[Hashable, Any] | None:
-    """A shallow copy of the features ``x`` (``None`` when it cannot be copied): what the
-    score reuse compares ``learn_one``'s ``x`` with, so a dict refilled in place between
-    ``predict_one`` and ``learn_one`` is scored again. O(len(x))."""
-    if type(x) is dict:
-        return x.copy()
-    try:
-        return dict(x)
-    except Exception:
-        return None
-
-
-_RESCORE = object()
-"""What :meth:`ThorsClassifier._lookup` answers for an unknown key under ``on_unknown="score"``."""
-
-
-def _probability(value: Any) -> float:
-    """A model's probability that is not a ``float`` (a numpy scalar, an ``int``) as one; a
-    string, a bool or ``None`` is refused with ``TypeError`` rather than converted."""
-    try:
-        return real_number(value, "the model's probability of the positive class")
-    except ValueError:  # nan/inf: the callers refuse non-finite scores with their own message
-        return float(value)
-
-
-def _is_one(label: Any) -> bool:
-    """``True``, ``1``, ``np.True_`` or ``np.int64(1)``: the labels the default ``pos_label`` covers."""
-    return isinstance(label, (bool, int, np.bool_, np.integer)) and bool(label == 1)
-
-
-def _event(key: Hashable, x: Any) -> str:
-    """How an error names the event: its key when there is one, else its features (shortened)."""
-    return f" (event key {_show(key)})" if key is not None else f" (event x={_show(x)})"
-
-
-CostSetting = float | str | Callable[[dict[Hashable, Any]], Any]
-"""A cost as ``ThorsClassifier`` takes it: a number, the name of a feature of ``x``, or a callable of ``x``."""
-
-
-def _cost_setting(value: Any, name: str) -> CostSetting:
-    """A cost setting checked: a feature name (``str``), a callable of ``x``, or a number in
-    ``[2**-960, 2**960]`` (returned as a float)."""
-    if isinstance(value, str):
-        try:
-            float(value)
-        except ValueError:
-            return value
-        raise TypeError(f"{name} must be a number, the name of a feature of x or a callable of x, got {value!r}, "
-                        f"a number as text (pass the number; for a feature so named use lambda x: x[{value!r}])")
-    if callable(value):
-        return value  # type: ignore[no-any-return]
-    c = real_number(value, name)
-    if not MIN_WEIGHTED_COST <= c <= MAX_WEIGHTED_COST:
-        raise ValueError(f"{name} must be > 0 (between 2**-960 and 2**960), got {_show(value)}")
-    return c
-
-
-def _same_features(cached: dict[Hashable, Any], x: Any) -> bool:
-    try:
-        return bool(cached == x)
-    except Exception:  # e.g. array-valued features: comparison is ambiguous
-        return False
-
-
-class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
+class ThorsClassifier(PendingPart, MoneyPart, StatePart, base.Wrapper[base.Classifier], base.Classifier):
     """Cost-sensitive decisions for any river classifier: the streaming THORS threshold.
 
     The wrapped model keeps learning as usual; only its decision rule changes. Each
@@ -634,18 +561,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         fresh.__dict__.update(copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in params}))
         return fresh
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        if "_margin" not in state:  # pickled before per-event costs existed: numbers for both costs
-            state = {**state, "_margin": False, "_fn_setting": 1.0, "_fp_setting": 1.0, "min_model_labels": 100,
-                     "_lean_labels": state["_plain_labels"], "_special": state["_segmented"] is not None,
-                     "_n_model_labels": 0, "_n_cold_skipped": 0}
-        if "_seg_auto" not in state:  # (nor windows=, segments with window='auto' and pooling)
-            state = {**state, "_seg_auto": False, "windows": None, "pool_weight": None, "pool_every": None}
-        if "_policy" not in state:  # (nor a store, nor the unknown-key policy)
-            state = {**state, "store": None, "max_pending_age": None, "on_unknown": None, "store_options": None,
-                     "_policy": "raise", "_n_matched": 0, "_n_unmatched": 0, "_db": None}
-        self.__dict__.update(state)
-
     @property
     def _wrapped_model(self) -> base.Classifier:
         return self.classifier
@@ -681,46 +596,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             "warm_up": 0,
         }
 
-    def _route(self, method: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The subset of ``kwargs`` the wrapped model's ``method`` accepts (as Pipeline does)."""
-        if not kwargs:
-            return kwargs
-        try:
-            accepted = self._routes[method]
-        except KeyError:
-            accepted = self._routes[method] = _accepted_kwargs(self.classifier, method)
-        if accepted is None:
-            return dict(kwargs)
-        return {k: v for k, v in kwargs.items() if k in accepted}
-
     # ---------------------------------------------------------------- scoring
-    def _proba(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> dict[Any, float]:
-        try:
-            if kwargs:
-                return self.classifier.predict_proba_one(x, **self._route("predict_proba_one", kwargs))
-            return self.classifier.predict_proba_one(x)
-        except NotImplementedError:
-            raise NotImplementedError(
-                f"{type(self.classifier).__name__} has no predict_proba_one; ThorsClassifier thresholds "
-                "the probability of the positive class, so it needs a model that gives one"
-            ) from None
-
-    def _store(self, key: Hashable, score: Any) -> None:
-        if self._db is not None:
-            self._db_put(key, score)
-            return
-        pending = self._pending
-        try:
-            known = key in pending
-        except TypeError:
-            raise TypeError(f"key must be hashable, got {key!r}") from None
-        if known:
-            pending.move_to_end(key)
-        elif len(pending) >= self.max_pending:
-            pending.popitem(last=False)
-            self._n_evicted += 1
-        pending[key] = score
-
     def predict_proba_one(
         self, x: dict[Hashable, Any], *, key: Hashable | None = None, **kwargs: Any
     ) -> dict[Any, float]:
@@ -816,48 +692,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
             thr = None
         return decision_score > (self._default if thr is None else thr)
 
-    def _event_cost(self, setting: CostSetting, x: dict[Hashable, Any], name: str, key: Hashable | None) -> float:
-        """One cost of the event ``x``: the number, the feature, or the callable's answer,
-        checked (a real number in ``[2**-960, 2**960]``); errors name the event."""
-        if type(setting) is float:
-            return setting  # (checked at construction)
-        if isinstance(setting, str):
-            try:
-                v = x[setting]
-            except (KeyError, IndexError, TypeError):
-                raise ValueError(f"{name}: no feature {setting!r} in x{_event(key, x)}") from None
-            label = f"{name} (feature {setting!r})"
-        elif callable(setting):
-            v = setting(x)
-            label = f"{name} (from {getattr(setting, '__name__', 'the callable')})"
-        else:  # pragma: no cover - a number is a float once checked
-            return float(setting)
-        if v.__class__ is float and MIN_WEIGHTED_COST <= v <= MAX_WEIGHTED_COST:
-            return v
-        try:
-            c = real_number(v, label)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{exc}{_event(key, x)}") from None
-        if not MIN_WEIGHTED_COST <= c <= MAX_WEIGHTED_COST:
-            raise ValueError(f"{label} must be > 0 (between 2**-960 and 2**960), got {_show(v)}{_event(key, x)}")
-        return c
-
-    def _margin_entry(self, p: float, x: dict[Hashable, Any], key: Hashable | None) -> tuple[float, float, float, int]:
-        """``(margin, fn_i, fp_i, labels the model has learned)`` of the event ``x`` whose
-        positive-class probability is ``p``; a bad probability or cost raises naming the event."""
-        fn = self._event_cost(self._fn_setting, x, "fn_cost", key)
-        fp = self._event_cost(self._fp_setting, x, "fp_cost", key)
-        if not 0.0 <= p <= 1.0:  # (nan too)
-            raise ValueError(f"the model's probability of the positive class is {p!r}, not a number in [0, 1]"
-                             f"{_event(key, x)}")
-        return cost_margin(p, fn, fp), fn, fp, self._n_model_labels
-
-    def _thors_threshold(self) -> float | None:
-        """The window's threshold; ``None`` when empty or, in Neyman-Pearson mode, infeasible."""
-        try:
-            return self._thors.get()
-        except NPInfeasibleError:  # only raised in Neyman-Pearson mode
-            return None
 
     # ---------------------------------------------------------------- learning
     def learn_one(
@@ -965,328 +799,7 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         elif unmatched:
             self._n_unmatched += 1
 
-    def _learn_margin(self, x: dict[Hashable, Any], y: Any, key: Hashable | None, w: float | None, t: Any,
-                      kwargs: dict[str, Any]) -> None:
-        """``learn_one`` with per-event costs: every check first, then the model learns and
-        (unless the margin is a cold start's) the thresholder learns the margin, weighted
-        by the event's cost (``fn_i`` for a positive, ``fp_i`` for a negative) times ``w``."""
-        pos = self._positive(y) if not self._plain_labels else check_label(y) == 1
-        wt = 1.0 if w is None else check_weight(w)
-        tf = self._event_time(x, t)
-        if self._db is not None:
-            self._learn_stored(x, y, pos, key, w, wt, tf, kwargs)
-            return
-        unmatched = False
-        if key is not None:  # the decision-time margin and costs
-            entry = self._lookup(key, "margin")
-            if entry is None:  # on_unknown="count": counted, nothing learned
-                return
-            if entry is _RESCORE:
-                unmatched, key = True, None  # "score": learned as a label without a key (x scored now)
-            else:
-                margin, fn, fp, n_scored = entry
-        if key is None:  # re-scored: the current model's probability (reused when predict_one just gave it for this x)
-            cached = self._cache_x
-            p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
-            margin, fn, fp, n_scored = self._margin_entry(p, x, None)
-        weight = (fn if pos else fp) * wt
-        if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:
-            raise ValueError(f"the event's weight, w={wt!r} times its {'fn_cost' if pos else 'fp_cost'} "
-                             f"{fn if pos else fp!r}, is {weight!r}, outside [2**-960, 2**960]{_event(key, x)}")
-        learn = n_scored >= self.min_model_labels
-        seg = self._segment_of(x) if self._segmented is not None else None
-
-        self._cache_x = None
-        model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
-        if w is not None and self._model_takes_w():
-            model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
-        self.classifier.learn_one(x, y, **model_kwargs)
-        if not pos and self._neg_seen is None:
-            self._neg_seen = y  # the first negative label (predict_one returns it), once learned
-        self._n_model_labels += 1
-        if key is not None:
-            del self._pending[key]
-            self._n_matched += 1
-        elif unmatched:
-            self._n_unmatched += 1
-        if not learn:  # a cold start's margin: the model had learned too few labels to score it
-            self._n_cold_skipped += 1
-            return
-        self._apply(margin, pos, weight, tf, seg)
-
-    def _positive(self, y: Any) -> bool:
-        """With a ``pos_label``: whether ``y`` is it (a negative label must be hashable: the
-        first one is remembered once its event is accepted)."""
-        try:
-            pos = bool(y == self.pos_label)
-        except Exception:
-            raise ValueError(f"label {y!r} cannot be compared with pos_label {self.pos_label!r}") from None
-        if not pos and self._neg_seen is None:
-            try:
-                hash(y)
-            except TypeError:
-                raise ValueError(f"label must be hashable, got {y!r}") from None
-        return pos
-
-    def _segment_of(self, x: dict[Hashable, Any]) -> Hashable:
-        g = self.segment
-        try:
-            key: Hashable = g(x) if callable(g) else x[g]
-            hash(key)
-        except (KeyError, TypeError):
-            raise ValueError(f"segment {g!r}: no hashable segment in x") from None
-        return key
-
-    def _lookup(self, key: Hashable, what: str) -> Any:
-        """The entry pending under ``key`` (in memory); for an unknown key, by ``on_unknown``:
-        ``"raise"`` raises ``KeyError`` (nothing changed), ``"count"`` counts it and returns
-        ``None``, ``"score"`` returns ``_RESCORE`` (the label is learned with ``x`` scored now)."""
-        try:
-            return self._pending[key]
-        except KeyError:
-            if self._policy == "raise":
-                raise KeyError(
-                    f"unknown key {key!r}: no {what} is pending under it (predict_one/predict_proba_one was not "
-                    "called with this key, its label was already learned, or it was evicted: at most "
-                    f"max_pending={self.max_pending} {what}s are kept, {self._n_evicted} evicted so far)"
-                ) from None
-            if self._policy == "count":
-                self._n_unmatched += 1
-                return None
-            return _RESCORE
-        except TypeError:
-            raise TypeError(f"key must be hashable, got {key!r}") from None
-
-    def _event_time(self, x: dict[Hashable, Any], t: Any) -> float | None:
-        """The event's time with ``period`` (``t``, else ``moment`` of ``x``; one older than the
-        newest is a late label, as StreamingThors takes it), checked; ``None`` without ``period``."""
-        if not self._timed:
-            return None
-        if t is None and self.moment is not None:
-            t = self._moment_of(x)
-        if t is None:
-            raise ValueError("t (the event time) is required when period is set: learn_one(x, y, t=...), "
-                             "or give ThorsClassifier(..., moment=<feature name or callable>)")
-        return check_time(t, "t")
-
-    def _moment_of(self, x: dict[Hashable, Any]) -> Any:
-        m = self.moment
-        if callable(m):
-            return m(x)
-        try:
-            return x[m]
-        except (KeyError, TypeError):
-            raise ValueError(f"moment {m!r} is not a feature of x; pass t=... to learn_one") from None
-
-    def _score_now(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> float:
-        score = self._proba(x, kwargs).get(self.pos_label, 0.0)
-        return score if type(score) is float else _probability(score)
-
-    @staticmethod
-    def _reject_score(score: float) -> None:
-        raise ValueError(
-            f"the model's probability of the positive class is {score!r}, not a finite number; nothing was learned"
-        )
-
-    def _count(self, pos: bool) -> None:
-        """Count labelled events until the warm-up is over (then the counts are not needed)."""
-        self._n_learned += 1
-        if pos:
-            self._n_pos += 1
-        self._ready = self._n_learned >= self.warm_up and 0 < self._n_pos < self._n_learned
-
-    def _model_takes_w(self) -> bool:
-        try:
-            accepted = self._routes["learn_one"]
-        except KeyError:
-            accepted = self._routes["learn_one"] = _accepted_kwargs(self.classifier, "learn_one")
-        return accepted is None or "w" in accepted
-
-    # ---------------------------------------------------------------- pending decisions on disk
-    def _store_settings(self) -> dict[str, Any]:
-        """The settings a store records at creation and checks at every opening (JSON)."""
-        def num(v: Any) -> Any:
-            if v is None or isinstance(v, (bool, str)):
-                return v
-            if isinstance(v, (int, float, np.integer, np.floating)):
-                f = float(v)
-                return f if math.isfinite(f) else repr(f)
-            return ["callable", None] if callable(v) else repr(v)
-
-        def label(v: Any) -> Any:
-            try:
-                return encode_key(v)
-            except TypeError:
-                return ["repr", repr(v)]
-
-        def setting(v: Any) -> Any:
-            return ["feature", v] if isinstance(v, str) else ["callable", None] if callable(v) else num(v)
-
-        thors = self._thors
-        out: dict[str, Any] = {
-            "kind": "ThorsClassifier", "decide_on": self.decide_on, "fn_cost": setting(self.fn_cost),
-            "fp_cost": setting(self.fp_cost), "window": "auto" if isinstance(self.window, str) else thors.window,
-            "windows": None if self.windows is None else sorted(self.windows), "period": num(thors._period_s),
-            "warm_up": self.warm_up, "default_threshold": num(self.default_threshold),
-            "class_prior": num(self.class_prior), "max_fpr": num(self.max_fpr), "max_fnr": num(self.max_fnr),
-            "confidence": num(self.confidence) if self._np else None, "pos_label": label(self.pos_label),
-            "neg_label": label(self.neg_label), "auto_choose": self.auto_choose, "segment": setting(self.segment),
-            "min_per_class": self.min_per_class, "max_segments": self.max_segments,
-            "min_model_labels": self.min_model_labels if self._margin else None,
-            "pool_weight": num(self.pool_weight), "pool_every": self.pool_every,
-        }
-        return out
-
-    def _open_store(self, path: str | os.PathLike[str]) -> None:
-        """Open (or create) the store and resume the thresholding state it holds: its
-        checkpoint, then the events learned after it, replayed in order."""
-        from .checkpoint import parse_checkpoint
-        from .store import PendingStore
-
-        db = PendingStore(path, owner="ThorsClassifier", settings=self._store_settings(),
-                          max_pending_age=self.max_pending_age,
-                          on_unknown="raise" if self._policy == "raise" else "count", **(self.store_options or {}))
-        try:
-            data, events = db.restore()
-            if data is not None:
-                ck = parse_checkpoint(data, "ThorsClassifier.thresholding",
-                                      f"{db._where} (checkpoint {db.n_checkpoints})", literal=("pending_keys",))
-                self._restore_thresholding(ck)
-            for s, y, w, t, seg, nm in events:
-                pos = y == 1
-                if self._margin:
-                    self._n_model_labels += 1
-                    if nm < self.min_model_labels:
-                        self._n_cold_skipped += 1
-                        continue
-                self._apply(s, pos, w, t, seg)
-        except BaseException:
-            db.abandon()
-            raise
-        db.state_fn = self._state_bytes
-        self._db = db
-
-    def _state_bytes(self) -> bytes:
-        from .checkpoint import checkpoint_bytes
-
-        return checkpoint_bytes("ThorsClassifier.thresholding", *self._thresholding_parts())
-
-    def _apply(self, score: float, pos: bool, weight: float, tf: float | None, seg: Any) -> None:
-        """Teach the thresholder one event, after the model has learned it (every learn path but the
-        lean one, and the store's replay)."""
-        if self._selector is not None:
-            self._selector.update(score, pos, weight)
-        elif self._segmented is not None:
-            self._segmented.update(seg, score, pos, weight, tf)
-        else:
-            self._thors.update(score, pos, weight, tf)
-        if tf is not None and tf > self._last_t:
-            self._last_t = tf  # the newest time learned
-        if not self._ready:
-            self._count(pos)
-
-    def _db_put(self, key: Hashable, entry: Any) -> None:
-        """Store a decision in the store: the score, or ``(margin, fn_i, fp_i, model labels)``."""
-        db = self._db
-        assert db is not None
-        if entry.__class__ is tuple:
-            s, fn, fp, nm = entry
-            x = db._pack(fn, fp, nm, None)
-        else:
-            s, x = entry, None
-            if s - s != 0.0:
-                raise ValueError(f"the model's probability of the positive class is {s!r}, not a finite number; "
-                                 f"the decision was not stored (event key {_show(key)})")
-        try:
-            v, kt = db_key(key)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"{exc} (event key {_show(key)})") from None
-        db._check_open()
-        db._put(v, kt, s, time.time(), x)
-        db.tick()
-
-    def _learn_stored(self, x: dict[Hashable, Any], y: Any, pos: bool, key: Hashable | None, w: float | None,
-                      wt: float, tf: float | None, kwargs: dict[str, Any]) -> None:
-        """``learn_one`` with a store (label, weight and time checked): the decision is taken from
-        the store (an unknown key follows ``on_unknown``), or ``x`` is scored now; every check
-        comes before the store, the model or the thresholder changes; the event learned is
-        logged for a restart."""
-        db = self._db
-        assert db is not None
-        margin = self._margin
-        seg = None
-        if self._segmented is not None:
-            seg = self._segment_of(x)
-            try:
-                db._segment_text(seg)  # storable in the log, or raises
-            except TypeError as exc:
-                raise TypeError(f"{exc}{_event(key, x)}") from None
-        rescore = key is None
-        if key is not None:
-            try:
-                db_key(key)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)(f"{exc} (event key {_show(key)})") from None
-            if self._policy == "score" or (margin and w is not None):
-                e0 = db.peek(key)
-                if e0 is None:
-                    rescore = self._policy == "score"
-                elif margin:
-                    self._margin_weight(e0.fn_cost if pos else e0.fp_cost, pos, wt, key, x)
-        if rescore:  # the current model's score (reused when predict_one just gave it for this x)
-            cached = self._cache_x
-            p = self._cache_score if cached is not None and _same_features(cached, x) else self._score_now(x, kwargs)
-            if margin:
-                s, fn, fp, nm = self._margin_entry(p, x, key)
-            else:
-                if p - p != 0.0:
-                    self._reject_score(p)
-                s, fn, fp, nm = p, 1.0, 1.0, 0
-            weight = self._margin_weight(fn if pos else fp, pos, wt, key, x) if margin else wt
-        if key is not None:
-            # the decision is read here and taken from the store only once the model has learned,
-            # so an interrupted learn_one leaves it pending
-            e = db.peek(key)
-            if e is None and not rescore:
-                db.take(key)  # on_unknown="raise": KeyError, nothing changed; "count": counted, nothing learned
-                db.tick()
-                return
-            if e is not None:  # (its weight was checked by the peek when w was given)
-                s, fn, fp, nm = e.score, e.fn_cost, e.fp_cost, e.model_labels
-                weight = self._margin_weight(fn if pos else fp, pos, wt, key, x) if margin else wt
-        self._cache_x = None
-        model_kwargs = self._route("learn_one", kwargs) if kwargs else {}
-        if w is not None and self._model_takes_w():
-            model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
-        first_negative = not pos and self._neg_seen is None
-        self.classifier.learn_one(x, y, **model_kwargs)
-        if key is not None:
-            db.take(key)  # the decision (or, with on_unknown="score", the unknown key's count)
-        if first_negative:
-            self._neg_seen = y  # the first negative label (predict_one returns it; checkpointed below)
-        if margin:
-            self._n_model_labels += 1
-        if not margin or nm >= self.min_model_labels:
-            self._apply(s, pos, weight, tf, seg)
-        else:  # a cold start's margin: the model had learned too few labels to score it
-            self._n_cold_skipped += 1
-        if self._segmented is not None:
-            db.log(s, int(pos), weight, t=tf, segment=seg, model_labels=nm)
-        else:
-            db.log(s, int(pos), weight, t=tf, model_labels=nm)
-        if first_negative:
-            db.commit(checkpoint=True)  # the negative label is state the log does not carry
-        else:
-            db.tick()
-
-    @staticmethod
-    def _margin_weight(cost: float, pos: bool, wt: float, key: Hashable | None, x: Any) -> float:
-        weight = cost * wt
-        if not MIN_WEIGHTED_COST <= weight <= MAX_WEIGHTED_COST:
-            raise ValueError(f"the event's weight, w={wt!r} times its {'fn_cost' if pos else 'fp_cost'} "
-                             f"{cost!r}, is {weight!r}, outside [2**-960, 2**960]{_event(key, x)}")
-        return weight
-
+    # ---------------------------------------------------------------- the store
     def commit(self, *, checkpoint: bool = False) -> None:
         """With a store: commit the decisions and labels not committed yet now (with
         ``checkpoint``, a checkpoint of the thresholding state too). Commits are otherwise
@@ -1308,14 +821,6 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        db = self.__dict__.get("_db")
-        if db is not None:
-            raise TypeError(f"a ThorsClassifier with a store ({db.path!r}) cannot be pickled or copied: its "
-                            "thresholding state and pending decisions live in the store; close it and open the "
-                            "store again with a new wrapper (pickle the wrapped model on its own)")
-        return self.__dict__
 
     # ---------------------------------------------------------------- inspection
     @property
@@ -1417,288 +922,3 @@ class ThorsClassifier(base.Wrapper[base.Classifier], base.Classifier):
         because the model that scored it had learned fewer than ``min_model_labels`` labels
         (the model learned them); ``0`` with numbers for both costs."""
         return self._n_cold_skipped
-
-    # ---------------------------------------------------------------- checkpoints
-    def save_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
-        """Checkpoint the thresholding state (not the wrapped model) atomically.
-
-        Writes the :mod:`thors_stream.checkpoint` format: the StreamingThors state, the
-        warm-up counters and the scores waiting for a delayed label under their keys; with
-        ``window="auto"``, every candidate window and the selector's weights, costs, choice
-        and generator state too, so a restored wrapper continues exactly as this one
-        would (the same thresholds and the same draws); with ``segment=``, every held
-        segment's summary under its key (typed as pending keys are), in eviction order, and
-        the eviction count.
-        Keys keep their type: ``str``, ``int``, ``float`` (``inf`` and ``nan`` too),
-        ``bool``, ``bytes``, ``None`` and tuples of these; any other key raises
-        ``TypeError`` before anything is written. Save the wrapped model separately (river
-        models pickle); :meth:`load_thresholding` restores this part into a wrapper
-        built with the same settings. ``key``: bytes for an HMAC-SHA256 trailer (then
-        needed to load). O(n + pending).
-
-        Examples
-        --------
-        >>> import os, tempfile
-        >>> from river import linear_model
-        >>> m = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, warm_up=0)
-        >>> m.learn_one({"x": 1.0}, True); m.learn_one({"x": -1.0}, False)
-        >>> _ = m.predict_one({"x": 0.5}, key="tx-1")
-        >>> path = os.path.join(tempfile.mkdtemp(), "thr.ckpt")
-        >>> m.save_thresholding(path)
-        >>> m2 = ThorsClassifier(linear_model.LogisticRegression(), fn_cost=5, fp_cost=1, warm_up=0)
-        >>> m2.load_thresholding(path)
-        >>> m2.threshold == m.threshold, m2.n_pending
-        (True, 1)
-        """
-        from .checkpoint import write_checkpoint
-
-        params, state, arrays = self._thresholding_parts()
-        write_checkpoint(path, "ThorsClassifier.thresholding", params, state, arrays, key=key)
-
-    def _thresholding_parts(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, np.ndarray]]:
-        """``(params, state, arrays)`` of the thresholding state, as :meth:`save_thresholding`
-        writes them (with a store, no pending keys: they are in the store). O(window + pending)."""
-        keys = [encode_key(k) for k in self._pending]
-        params, state, arrays = self._thors._checkpoint_parts()
-        params = {"thors": params, "warm_up": self.warm_up, "max_pending": self.max_pending}
-        state = {
-            "thors": state, "last_t": self._last_t, "n_learned": self._n_learned, "n_pos": self._n_pos,
-            "ready": self._ready, "n_evicted": self._n_evicted, "pending_keys": keys,
-        }
-        if not self._plain_labels:  # the negative label predict_one answers (learned, or given)
-            state["neg_label"] = encode_key(self._neg_seen)
-        if self._margin:  # per-event costs: the settings, the model's label count, each pending decision's parts
-            params["margin"] = self._margin_settings()
-            state["n_model_labels"], state["n_cold_skipped"] = self._n_model_labels, self._n_cold_skipped
-            entries = list(self._pending.values())
-            arrays = {**arrays, "pending_scores": np.array([e[0] for e in entries], dtype=np.float64),
-                      "pending_fn": np.array([e[1] for e in entries], dtype=np.float64),
-                      "pending_fp": np.array([e[2] for e in entries], dtype=np.float64),
-                      "pending_labels": np.array([e[3] for e in entries], dtype=np.int64)}
-        else:
-            arrays = {**arrays, "pending_scores": np.array(list(self._pending.values()), dtype=np.float64)}
-        if self._selector is not None:  # window="auto": "thors" is its longest window
-            sp, ss, sa = self._selector._checkpoint_parts()
-            params["selector"], state["selector"] = sp, ss
-            arrays.update(sa)
-        if self._segmented is not None:  # segment=: "thors" is the global summary
-            gp, gs, ga, seg_keys = self._segmented._checkpoint_parts()
-            params["segments"] = gp
-            state["segments"] = gs
-            state["segment_keys"] = [_encode_segment_key(k) for k in seg_keys]
-            arrays.update(ga)
-        return params, state, arrays
-
-    def load_thresholding(self, path: str | os.PathLike[str], *, key: bytes | None = None) -> None:
-        """Restore what :meth:`save_thresholding` wrote; the settings must match this wrapper.
-
-        Raises ``ValueError`` naming the file (changing nothing) for a file that is not
-        a regular file, is corrupt, fails any invariant (see
-        :meth:`StreamingThors.load <thors_stream.StreamingThors.load>`), or was written
-        with other settings or more pending scores than ``max_pending``. ``key``: the
-        HMAC-SHA256 key the file was written with. Files written before keys were
-        tagged by type (their keys are ``str`` or ``int``) are read too.
-        """
-        from .checkpoint import read_checkpoint_full
-
-        if self._db is not None:
-            raise ValueError(f"this wrapper resumes from its store {self._db.path!r}, not from a file; load "
-                             f"{os.fspath(path)!r} into a wrapper without a store")
-        ck = read_checkpoint_full(path, "ThorsClassifier.thresholding", key=key, literal=("pending_keys",))
-        self._restore_thresholding(ck)
-
-    def _restore_thresholding(self, ck: Any) -> None:
-        """Check every part of the checkpoint ``ck`` against this wrapper's settings, then take
-        it (nothing changes when a check fails). O(window + pending)."""
-        where, legacy = ck.where, ck.revision < 2
-        arrays = dict(ck.arrays)
-        scores = arrays.pop("pending_scores", None)
-        costs = [arrays.pop(k, None) for k in ("pending_fn", "pending_fp", "pending_labels")]
-        params, state = ck.params, ck.state
-        if not isinstance(params, dict) or not isinstance(state, dict):
-            raise ValueError(f"{where} is invalid: params and state must be objects")
-        margin = "margin" in params
-        if margin != self._margin:
-            said = ("on the cost margin (per-event fn_cost/fp_cost)", "on the score (numbers for fn_cost and fp_cost)")
-            raise ValueError(f"{where} was written by a wrapper deciding {said[not margin]}; this wrapper decides "
-                             f"{said[not self._margin]}")
-        auto, segmented = "selector" in params, "segments" in params
-        if auto != (self._selector is not None):
-            raise ValueError(f"{where} was written by a wrapper with window={'auto' if auto else 'not auto'!s}, "
-                             f"this wrapper has window={self.window!r}")
-        if segmented != (self._segmented is not None):
-            raise ValueError(f"{where} was written by a wrapper {'with' if segmented else 'without'} segment=, "
-                             f"this wrapper has segment={self.segment!r}")
-        extra = {"selector"} if auto else {"segments"} if segmented else set()
-        _check_fields(params, "params", {"thors", "warm_up", "max_pending"} | extra | ({"margin"} if margin else set()),
-                      where)
-        optional = {"neg_label"} & set(state)  # (files written before it was saved lack it)
-        _check_fields(state, "state", {"thors", "last_t", "n_learned", "n_pos", "ready", "n_evicted",
-                                       "pending_keys"} | extra | optional
-                      | ({"segment_keys"} if segmented else set())
-                      | ({"n_model_labels", "n_cold_skipped"} if margin else set()), where)
-        if margin and params["margin"] != self._margin_settings():
-            raise ValueError(f"{where} was written with per-event cost settings {params['margin']!r}, this wrapper "
-                             f"has {self._margin_settings()!r} (a callable is recorded as such, not compared)"[:600])
-        if not margin and any(c is not None for c in costs):
-            raise ValueError(f"{where} is invalid: it holds pending costs without per-event costs")
-        neg = self._neg_seen
-        if optional:
-            neg = _decode_pending_key(state["neg_label"], False, "state.neg_label", where)
-        own = {k: a for k, a in arrays.items() if not k.startswith(("sel", "seg_"))}
-        if not auto and any(k.startswith("sel") for k in arrays):
-            raise ValueError(f"{where} is invalid: it holds the selector's arrays without window='auto'")
-        if not segmented and any(k.startswith("seg_") for k in arrays):
-            raise ValueError(f"{where} is invalid: it holds segments' arrays without segment=")
-        thors = StreamingThors._from_checkpoint_parts(params["thors"], state["thors"], own, where=where,
-                                                      legacy=legacy)
-        warm_up = _check_int(params["warm_up"], "params.warm_up", 0, where)
-        max_pending = _check_int(params["max_pending"], "params.max_pending", 1, where)
-        mine = (self._thors.fn_cost, self._thors.fp_cost, self._thors.window, self._thors._period_s, self.class_prior,
-                self.warm_up, self.max_fpr, self.max_fnr, self.confidence if self._np else None)
-        theirs = (thors.fn_cost, thors.fp_cost, thors.window, thors._period_s, thors.class_prior, warm_up,
-                  thors.max_fpr, thors.max_fnr, thors.confidence if self._np else None)
-        if mine != theirs:
-            raise ValueError(
-                f"{where} was written with (fn_cost, fp_cost, window, period, class_prior, "
-                f"warm_up, max_fpr, max_fnr, confidence) = {theirs}, this wrapper has {mine}"
-            )
-        n_learned = _check_int(state["n_learned"], "state.n_learned", 0, where)
-        n_pos = _check_int(state["n_pos"], "state.n_pos", 0, where)
-        n_evicted = _check_int(state["n_evicted"], "state.n_evicted", 0, where)
-        ready = state["ready"]
-        if n_pos > n_learned:
-            raise ValueError(f"{where} is invalid: state.n_pos={n_pos} exceeds state.n_learned={n_learned}")
-        if not isinstance(ready, bool) or ready != (n_learned >= warm_up and 0 < n_pos < n_learned):
-            raise ValueError(f"{where} is invalid: state.ready={ready!r} does not follow from n_learned={n_learned}, "
-                             f"n_pos={n_pos} and warm_up={warm_up}")
-        last_t = state["last_t"]
-        if isinstance(last_t, bool) or not isinstance(last_t, (int, float)) or math.isnan(last_t) or \
-                last_t == math.inf or (not self._timed and last_t != -math.inf):
-            raise ValueError(f"{where} is invalid: state.last_t must be -inf{' or finite' if self._timed else ''}, "
-                             f"got {last_t!r}")
-        raw = state["pending_keys"]
-        if not isinstance(raw, list):
-            raise ValueError(f"{where} is invalid: state.pending_keys must be a list, got {type(raw).__name__}")
-        keys = [_decode_pending_key(k, legacy, f"state.pending_keys[{i}]", where) for i, k in enumerate(raw)]
-        if scores is None or scores.shape != (len(keys),):
-            got = "no array" if scores is None else f"shape {scores.shape}"
-            raise ValueError(f"{where} is invalid: array 'pending_scores' must hold one score per pending key "
-                             f"({len(keys)}), got {got}")
-        finite = np.isfinite(scores)
-        if not finite.all():
-            i = int(np.flatnonzero(~finite)[0])
-            raise ValueError(f"{where} is invalid: array 'pending_scores' holds {float(scores[i])!r} at {i} "
-                             f"(the score pending under key {keys[i]!r}); scores are finite")
-        n_model, n_skipped = 0, 0
-        if margin:
-            n_model = _check_int(state["n_model_labels"], "state.n_model_labels", 0, where)
-            n_skipped = _check_int(state["n_cold_skipped"], "state.n_cold_skipped", 0, where)
-            if n_skipped + n_learned > n_model:
-                raise ValueError(f"{where} is invalid: state.n_cold_skipped={n_skipped} plus state.n_learned="
-                                 f"{n_learned} exceeds state.n_model_labels={n_model}")
-            pending = collections.OrderedDict(zip(keys, zip(scores.tolist(), *self._pending_costs(costs, keys, n_model,
-                                                                                                  where))))
-        else:
-            pending = collections.OrderedDict(zip(keys, scores.tolist()))
-        if len(pending) != len(keys):
-            raise ValueError(f"{where} is invalid: state.pending_keys holds a key twice")
-        if len(pending) > min(max_pending, self.max_pending):
-            raise ValueError(f"{where} holds {len(pending)} pending scores, more than max_pending="
-                             f"{min(max_pending, self.max_pending)}")
-        if self._selector is not None:  # checks the selector's parts, then takes them
-            self._selector._restore(params["selector"], state["selector"], arrays, thors, where)
-        if self._segmented is not None:  # checks every segment's summary, then takes them
-            raw_keys = state["segment_keys"]
-            if not isinstance(raw_keys, list):
-                raise ValueError(f"{where} is invalid: state.segment_keys must be a list, "
-                                 f"got {type(raw_keys).__name__}")
-            seg_keys = [_decode_pending_key(k, False, f"state.segment_keys[{i}]", where)
-                        for i, k in enumerate(raw_keys)]
-            self._segmented._restore(params["segments"], state["segments"],
-                                     {k: a for k, a in arrays.items() if k.startswith("seg_")}, seg_keys,
-                                     params["thors"], thors, where)
-        self._thors = thors
-        if self._selector is None:
-            self._source = thors  # the fast learn_one path and predict_one read it
-        self._last_t = float(last_t)
-        self._n_learned, self._n_pos = n_learned, n_pos
-        self._ready, self._n_evicted = ready, n_evicted
-        self._pending = pending
-        self._n_model_labels, self._n_cold_skipped = n_model, n_skipped
-        if not self._plain_labels and self.neg_label is None:
-            self._neg_seen = neg
-        self._cache_x = None
-
-    def _margin_settings(self) -> dict[str, Any]:
-        """The per-event cost settings as a checkpoint records them: a number, a feature's
-        name, or only the fact of a callable (callables cannot be compared)."""
-        def record(setting: CostSetting) -> list[Any]:
-            if isinstance(setting, str):
-                return ["feature", setting]
-            if callable(setting):
-                return ["callable", None]
-            return ["number", setting]
-
-        return {"fn_cost": record(self._fn_setting), "fp_cost": record(self._fp_setting),
-                "min_model_labels": self.min_model_labels}
-
-    @staticmethod
-    def _pending_costs(costs: list[np.ndarray | None], keys: list[Hashable], n_model: int,
-                       where: str) -> tuple[list[float], list[float], list[int]]:
-        """The pending decisions' costs and label counts of a checkpoint, checked: one per
-        key, costs in ``[2**-960, 2**960]``, counts from 0 to the model's ``n_model``."""
-        for name, a in zip(("pending_fn", "pending_fp", "pending_labels"), costs):
-            if a is None or a.shape != (len(keys),):
-                got = "no array" if a is None else f"shape {a.shape}"
-                raise ValueError(f"{where} is invalid: array {name!r} must hold one value per pending key "
-                                 f"({len(keys)}), got {got}")
-        fn, fp, labels = costs
-        assert fn is not None and fp is not None and labels is not None
-        for name, a in (("pending_fn", fn), ("pending_fp", fp)):
-            bad = ~((a >= MIN_WEIGHTED_COST) & (a <= MAX_WEIGHTED_COST))
-            if bad.any():
-                i = int(np.flatnonzero(bad)[0])
-                raise ValueError(f"{where} is invalid: array {name!r} holds {float(a[i])!r} at {i} (the cost pending "
-                                 f"under key {keys[i]!r}); costs lie in [2**-960, 2**960]"[:600])
-        bad = (labels < 0) | (labels > n_model)
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{where} is invalid: array 'pending_labels' holds {int(labels[i])} at {i} (key "
-                             f"{keys[i]!r}); a decision's model had learned from 0 to state.n_model_labels="
-                             f"{n_model} labels"[:600])
-        return fn.tolist(), fp.tolist(), labels.tolist()
-
-
-# ---------------------------------------------------------------- checkpoint helpers
-_encode_pending_key = encode_key  # (the name this module used before keys moved to thors_stream._keys)
-
-
-def _encode_segment_key(k: Any) -> list[Any]:
-    """A segment key, tagged as pending keys are (:func:`thors_stream._keys.encode_key`)."""
-    try:
-        return encode_key(k)
-    except TypeError:
-        raise TypeError(f"save_thresholding stores segments that are str, int, float, bool, bytes, None or tuples "
-                        f"of these, got {k!r}"[:400]) from None
-
-
-def _decode_pending_key(v: Any, legacy: bool, field: str, where: str) -> Any:
-    """Undo :func:`thors_stream._keys.encode_key` (``legacy``: a bare str or int, as files
-    without ``revision`` wrote them)."""
-    if legacy:
-        if type(v) in (str, int):
-            return v
-        raise ValueError(f"{where} is invalid: {field} must be a str or int key, got {v!r}"[:400])
-    return decode_key(v, field, where)
-
-
-def _check_fields(obj: dict[str, Any], name: str, fields: set[str], where: str) -> None:
-    if set(obj) != fields:
-        raise ValueError(f"{where} is invalid: {name} must have the fields {sorted(fields)}, got {sorted(obj)}")
-
-
-def _check_int(v: Any, field: str, lo: int, where: str) -> int:
-    if type(v) is not int or not lo <= v < 2**63:
-        raise ValueError(f"{where} is invalid: {field} must be an integer >= {lo}, got {v!r}"[:400])
-    return v
