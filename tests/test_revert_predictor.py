@@ -1,4 +1,4 @@
-"""The compiled core's revert predictor (see ``pr_revert`` in ``_ctree.c``): an unwindowed
+"""The compiled core's revert predictor (see ``pr_revert`` in ``thors_stream/_ctree_src/module.c``): an unwindowed
 tree keeps its held events' keys in arrival order, so a revert of the oldest one tells it the
 next revert's key, whose leaf it prefetches. A hint only: these tests check that it really
 predicts in river.utils.Rolling's order (it never did before 2026-11-25), that it stops when
