@@ -19,8 +19,8 @@ PKG = pathlib.Path(thors_stream.__file__).parent
 # lowest first: a module may import modules of its own layer or below, never above
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundations: validation, costs, version", {"_version", "_validation", "costs", "margin"}),
-    ("rows and containers", {"rows", "_queue", "_prefix", "_ledger", "_checkpoint_check", "checkpoint", "_files",
-                             "_keys"}),
+    ("rows and containers", {"rows", "_queue", "_prefix", "_prefix_blocks", "_prefix_bulk", "_ledger",
+                             "_checkpoint_check", "checkpoint", "_files", "_keys"}),
     ("the tree (compiled or numpy)", {"_core", "_backend"}),
     ("bounds", {"_band", "bounds", "planner"}),
     ("the result of a selection", {"result", "plotting"}),
@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, set[str]]] = [
                         "margin_stream", "store", "_store_sqlite", "_store_pending", "_store_loop"}),
     ("integrations and entry points", {"river", "_river_base", "_river_money", "_river_pending", "_river_state",
                                        "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
-                                       "__init__", "service", "cli_serve"}),
+                                       "__init__", "service", "cli_serve", "cli_common", "cli_fit", "cli_baseline",
+                                       "cli_replay", "cli_monitor"}),
 ]
 
 
