@@ -1,4 +1,4 @@
-"""Choice of the core behind StreamingThors.
+"""The core behind StreamingThors, chosen (compiled or numpy) and made; per-score rows read out and loaded in.
 
 Two interchangeable backends give identical answers (see :mod:`thors_stream._core`):
 

@@ -1,4 +1,4 @@
-"""The lock protocol of :class:`~thors_stream.StreamingThors`.
+"""The lock protocol of :class:`~thors_stream.StreamingThors`: methods hold its RLock, the compiled core told.
 
 Every Python method that reads or changes a summary's state runs holding the object's
 ``RLock``, with the compiled core told so (``enter``/``exit``): while the flag is up, the

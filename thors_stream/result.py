@@ -1,4 +1,4 @@
-"""The outcome of a THORS threshold search."""
+"""ThresholdResult: a THORS threshold with its cost, error rates and support on the data it was chosen from."""
 
 from __future__ import annotations
 
