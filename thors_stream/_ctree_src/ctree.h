@@ -221,9 +221,6 @@ extern PyTypeObject CTreeType;       /* module.c */
 int resize_weights(CTree *t, int32_t cap);
 int leave_plain(CTree *t);
 int reserve(CTree *t, int32_t k);
-int32_t new_leaf(CTree *t);
-int32_t new_inner(CTree *t);
-int32_t new_lo(CTree *t);
 void key_error(double key);
 void leaf_agg(CTree *t, Leaf *L, Agg *g);
 void inner_agg(Inner *N, Agg *g, int plain);
@@ -233,7 +230,8 @@ void leaf_close(CTree *t, Leaf *L, int32_t pos);
 void leaf_copy(CTree *t, int32_t dst, int32_t d, int32_t src, int32_t s, int32_t cnt);
 void leaf_shift(CTree *t, int32_t i, int32_t from, int32_t to, int32_t cnt);
 void leaf_changed(CTree *t, Leaf *L);
-int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
+/* upsert (below) with the descent done; dc are small integers (>= -2**32) */
+int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
 int32_t walk_first(Walk *wk, CTree *t);
 int32_t walk_next(Walk *wk);
 
@@ -343,6 +341,37 @@ static inline void set_hi(CTree *t, const Leaf *L, int32_t i, double h1, double 
     if (t->plain) return;
     WeightBlock *W = &t->wts[L - t->leaves];
     W->w1[i] = h1; W->w0[i] = h0;
+}
+
+/* ------------------------------------------------------------------ arenas (tree.c grows them) */
+
+static inline int32_t new_leaf(CTree *t) {
+    int32_t i;
+    if (t->lfree != NIL) { i = t->lfree; t->lfree = t->leaves[i].next_free; }
+    else i = t->lused++;
+    Leaf *L = &t->leaves[i];
+    L->n = 0; L->lo = NIL; L->next_free = NIL;
+    t->nleaves++;
+    return i;
+}
+
+static inline int32_t new_inner(CTree *t) {
+    int32_t i;
+    if (t->ifree != NIL) { i = t->ifree; t->ifree = t->inners[i].next_free; }
+    else i = t->iused++;
+    Inner *N = &t->inners[i];
+    N->n = 0; N->mask = 0; N->next_free = NIL;
+    t->ninners++;
+    return i;
+}
+
+static inline int32_t new_lo(CTree *t) {
+    int32_t o;
+    if (t->ofree != NIL) { o = t->ofree; t->ofree = *(int32_t *)&t->los[o]; }
+    else o = t->oused++;
+    memset(&t->los[o], 0, sizeof(LoBlock));
+    t->nlos++;
+    return o;
 }
 
 /* ------------------------------------------------------------------ exact sums */
@@ -468,6 +497,17 @@ static inline int32_t descend(CTree *t, double key) {
         node = N->child[i];
     }
     return node;
+}
+
+/* Add (dw1, dw0) weight and (dc1, dc0) events at key. dc are small integers (>= -2**32).
+   Returns 0, or -1 with KeyError/ValueError/MemoryError set and the tree unchanged. */
+static inline int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
+    int32_t leaf = descend(t, key);
+    /* a large tree: ask for all of the leaf at once: its count (at the end), the keys the
+       search reads and the slots the update writes then miss together rather than one
+       after another (a small tree is in cache: the prefetches would only cost) */
+    if (t->n_keys > PREFETCH_KEYS) prefetch_leaf(t, leaf);
+    return upsert_leaf(t, leaf, key, dw1, dw0, dc1, dc0);
 }
 
 /* ------------------------------------------------------------------ low parts of a leaf's weights */

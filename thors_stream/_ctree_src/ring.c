@@ -54,7 +54,7 @@ void ring_put_many(CTree *t, const double *s, const uint8_t *y, const double *w,
 }
 
 /* Pop the oldest record and remove it from the tree (unless cancelled). */
-static int ring_expire_one(CTree *t) {
+static inline int ring_expire_one(CTree *t) {
     Py_ssize_t j = t->qhead;
     double s = t->qs[j], w = t->qw[j];
     int y = t->qy[j];

@@ -74,16 +74,6 @@ int reserve(CTree *t, int32_t k) {
     return grow_weights(t);
 }
 
-int32_t new_leaf(CTree *t) {
-    int32_t i;
-    if (t->lfree != NIL) { i = t->lfree; t->lfree = t->leaves[i].next_free; }
-    else i = t->lused++;
-    Leaf *L = &t->leaves[i];
-    L->n = 0; L->lo = NIL; L->next_free = NIL;
-    t->nleaves++;
-    return i;
-}
-
 static void free_lo(CTree *t, int32_t o) {
     *(int32_t *)&t->los[o] = t->ofree;
     t->ofree = o;
@@ -99,29 +89,10 @@ static void free_leaf(CTree *t, int32_t i) {
     t->nleaves--;
 }
 
-int32_t new_inner(CTree *t) {
-    int32_t i;
-    if (t->ifree != NIL) { i = t->ifree; t->ifree = t->inners[i].next_free; }
-    else i = t->iused++;
-    Inner *N = &t->inners[i];
-    N->n = 0; N->mask = 0; N->next_free = NIL;
-    t->ninners++;
-    return i;
-}
-
 static void free_inner(CTree *t, int32_t i) {
     t->inners[i].next_free = t->ifree;
     t->ifree = i;
     t->ninners--;
-}
-
-int32_t new_lo(CTree *t) {
-    int32_t o;
-    if (t->ofree != NIL) { o = t->ofree; t->ofree = *(int32_t *)&t->los[o]; }
-    else o = t->oused++;
-    memset(&t->los[o], 0, sizeof(LoBlock));
-    t->nlos++;
-    return o;
 }
 
 void key_error(double key) {
@@ -675,21 +646,8 @@ void leaf_changed(CTree *t, Leaf *L) {
     }
 }
 
-/* Add (dw1, dw0) weight and (dc1, dc0) events at key. dc are small integers (>= -2**32).
-   Returns 0, or -1 with KeyError/ValueError/MemoryError set and the tree unchanged. */
-static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0);
-
-int upsert(CTree *t, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
-    int32_t leaf = descend(t, key);
-    /* a large tree: ask for all of the leaf at once: its count (at the end), the keys the
-       search reads and the slots the update writes then miss together rather than one
-       after another (a small tree is in cache: the prefetches would only cost) */
-    if (t->n_keys > PREFETCH_KEYS) prefetch_leaf(t, leaf);
-    return upsert_leaf(t, leaf, key, dw1, dw0, dc1, dc0);
-}
-
 /* upsert with the descent to key's leaf already done (the path recorded). */
-static int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
+int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int64_t dc1, int64_t dc0) {
     Leaf *L = &t->leaves[leaf];
     /* a small tree's leaf is in cache: count without branches (a binary search's branches
        mispredict about half the time on random keys) */
