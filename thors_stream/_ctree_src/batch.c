@@ -1,4 +1,4 @@
-/* batch.c: batches of changes: the builder (bulk rebuild), apply_sorted_impl (leaf by leaf or rebuilt), events in any order, and the batch methods. */
+/* batch.c: batches: the builder (bulk rebuild), apply_sorted_impl, events in any order, and the batch methods. */
 #include "ctree.h"
 
 /* ---- bulk changes ---- */

@@ -1,4 +1,4 @@
-/* keyed.c: batches aggregated by key (the key table, counts changed in place, apply_keyed) and the batch that replaces the whole window (replace_all). */
+/* keyed.c: batches aggregated by key (the key table, apply_keyed) and the batch replacing the window (replace_all). */
 #include "ctree.h"
 
 /* ------------------------------------------------------------------ batches by key */

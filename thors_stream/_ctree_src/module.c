@@ -1,4 +1,4 @@
-/* module.c: the Python type CTree (life cycle, per-event methods and fast paths, revert predictor, checks) and the module (method table, test hooks, init). */
+/* module.c: the CTree type (life cycle, per-event methods, fast paths, revert predictor, checks) and module init. */
 #include "ctree.h"
 #ifdef __linux__
 #include <sched.h>

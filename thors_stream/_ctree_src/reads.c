@@ -1,4 +1,4 @@
-/* reads.c: reads of the tree: threshold (and its fast path), cost, totals, held keys, export, and the range, rank and Neyman-Pearson reads. */
+/* reads.c: reads of the tree: threshold (and fast path), cost, totals, export; range, rank and Neyman-Pearson reads. */
 #include "ctree.h"
 
 PyObject *CTree_held_at(CTree *self, PyObject *arg) {

@@ -1,4 +1,4 @@
-/* ring.c: the expiry ring of a count or time window: growth, puts and expiry, window_push / time_push, and the q_* methods. */
+/* ring.c: the expiry ring of a count or time window: growth, puts, expiry, window_push / time_push, q_* methods. */
 #include "ctree.h"
 
 /* ------------------------------------------------------------------ ring */

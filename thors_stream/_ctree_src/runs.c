@@ -1,4 +1,4 @@
-/* runs.c: sorted changes applied leaf by leaf: the finger descent, apply_runs (one thread) and apply_runs_two (two threads). */
+/* runs.c: sorted changes applied leaf by leaf: the finger, apply_runs (one thread), apply_runs_two (two threads). */
 #include "ctree.h"
 
 /* A finger for sorted runs of keys: the last descent's path with the key range each

@@ -1,4 +1,4 @@
-/* selector.c: selector_step, the compiled hot path of thors_stream.selection.WindowSelector (AdaHedge over count windows). */
+/* selector.c: selector_step, the compiled hot path of selection.WindowSelector (AdaHedge over count windows). */
 #include "ctree.h"
 
 /* ---- window selection (thors_stream.selection.WindowSelector's hot path) ---- */

@@ -1,4 +1,4 @@
-/* tree.c: the B+-tree itself: node arenas, aggregates and their lazy refresh, leaf and inner slots, split / spill / merge, upsert, and the in-order walk. */
+/* tree.c: the B+-tree: arenas, aggregates and their refresh, leaf and inner slots, split / spill / merge, upsert. */
 #include "ctree.h"
 
 /* Tests only: make the n+1-th later reserve() (or leave_plain()) fail with MemoryError
