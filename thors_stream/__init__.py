@@ -14,19 +14,23 @@ one that imports it back), lowest first:
 
 1. foundations: validation, costs, version (``_validation``, ``costs`` with
    ``class_coefficients``, the cost margin ``margin``, ``_version``);
-2. rows and containers (``rows``, the expiry queue, the numpy prefix structure, the weight
-   ledger, checkpoint files, atomic file replacement, typed keys);
-3. the tree (compiled or numpy) (``_core``, ``_backend``, the C extension ``_ctree``);
+2. rows and containers (``rows``, the expiry queue, the numpy prefix structure with its
+   blocks and batch part, the weight ledger, checkpoint files, atomic file replacement, typed keys);
+3. the tree (compiled or numpy) (``_core``, ``_backend``, the C extension ``_ctree``, whose
+   units under ``_ctree_src/`` share one internal header);
 4. bounds (``_band``, ``bounds``, ``planner``);
 5. the result of a selection (``result``, ``plotting``);
 6. selection on rows (``neyman_pearson``);
 7. arrays and streams (``batch``; ``stream`` with its parts: the lock, the declared state, windows and late labels,
    the Neyman-Pearson read path, checkpoints and merging);
 8. built on them (``selection``, ``segments``, ``event_costs``, ``multiclass``, ``release``,
-   ``metrics``, ``margin_stream``, ``store``: pending decisions and state on disk);
-9. integrations and entry points (``river``, ``sklearn``, ``dask``, ``io``, ``cli``,
-   ``demo``, ``money``: progressive evaluation in money, ``service``: the HTTP threshold service,
-   ``cli_serve``: ``thors serve``).
+   ``metrics``, ``margin_stream``, ``store``: pending decisions and state on disk, with its
+   SQLite file, ``PendingStore`` and ``DecisionLoop`` parts);
+9. integrations and entry points (``river`` with its parts: pending decisions, per-event
+   costs, checkpoints; ``sklearn``, ``dask``, ``io``, ``cli`` with one module per command
+   (``cli_fit``, ``cli_baseline``, ``cli_replay``, ``cli_monitor``, ``cli_serve``) and what they
+   share (``cli_common``); ``demo``, ``money``: progressive evaluation in money, ``service``:
+   the HTTP threshold service).
 """
 
 from ._version import __version__ as __version__

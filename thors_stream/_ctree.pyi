@@ -1,4 +1,4 @@
-"""Types of the compiled core (``_ctree.c``): a B+-tree of per-score class sums with an
+"""Types of the compiled core (``_ctree_src/*.c``): a B+-tree of per-score class sums with an
 expiry ring. See :mod:`thors_stream._core` for the semantics of each method."""
 
 from collections.abc import Callable
