@@ -28,11 +28,11 @@ from river import base
 
 from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, _show, check_time, real_number
 from .neyman_pearson import NPInfeasibleError
+from .selection import WindowSelector  # (imported at run time: typing.get_type_hints resolves the declarations)
+from .stream import StreamingThors
 
 if TYPE_CHECKING:
-    from .selection import WindowSelector
-    from .store import PendingStore
-    from .stream import StreamingThors
+    from .store import PendingStore  # (its module is imported only when a store is used)
 
 __all__ = ["CostSetting", "RiverBase"]
 
@@ -176,7 +176,8 @@ class RiverBase:
     _policy: str
     _n_matched: int
     _n_unmatched: int
-    _db: PendingStore | None
+    if TYPE_CHECKING:  # (for type checkers only: the store's module is not imported at run time)
+        _db: PendingStore | None
     # the model: labels it learned through the wrapper, the last score, the keyword routes
     _n_model_labels: int
     _n_cold_skipped: int
