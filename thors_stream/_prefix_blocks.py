@@ -12,7 +12,7 @@ blocks, recomputing VAL and the local prefixes, the exact-regime bookkeeping, th
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -82,10 +82,16 @@ def _min_lowbit_exp(v: np.ndarray) -> int | None:
     return int((e - 54 + np.frexp(low)[1]).min())
 
 
-def _row_views(blk: np.ndarray) -> tuple[memoryview[float], ...]:
+if TYPE_CHECKING:
+    FloatView = memoryview[float]  # a float64 row, read and written item by item
+else:  # (memoryview is not subscriptable at run time before Python 3.12: get_type_hints resolves this)
+    FloatView = memoryview
+
+
+def _row_views(blk: np.ndarray) -> tuple[FloatView, ...]:
     """Memoryviews of a block's float64 rows (scalar reads and writes without numpy's
     per-item overhead). O(rows)."""
-    return tuple(cast("memoryview[float]", memoryview(cast(Any, row))) for row in blk)
+    return tuple(cast("FloatView", memoryview(cast(Any, row))) for row in blk)
 
 
 
@@ -101,7 +107,7 @@ class BlockLayout:
     _blocks: list[np.ndarray]
     _keyrows: list[np.ndarray]  # per block, its KEY row
     _lprows: list[np.ndarray]  # per block, its LP row
-    _mvs: list[tuple[memoryview[float], ...]]  # per block, its seven rows as memoryviews
+    _mvs: list[tuple[FloatView, ...]]  # per block, its seven rows as memoryviews
     _sizes: list[int]
     _maxes: list[float]
     _barg: list[int]

@@ -106,6 +106,9 @@ class Refused(Exception):
         super().__init__(message)
         self.code = code
 
+    def __reduce__(self) -> tuple[type[Refused], tuple[str, int]]:  # pickles: (message, code)
+        return type(self), (str(self), self.code)
+
 
 def _check_cost_options(args: argparse.Namespace) -> None:
     """Refuse a missing cost, a cost given twice (a number and a column), and options that do not

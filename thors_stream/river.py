@@ -4,17 +4,16 @@
 replaces its decision rule by the THORS threshold of its own out-of-sample scores,
 kept up to date over a sliding window with :class:`~thors_stream.StreamingThors`.
 
-The class is assembled from parts, each with its own module: the pending decisions by key,
-in memory or in a store (:mod:`thors_stream._river_pending`), per-event costs and cost margins
-(:mod:`thors_stream._river_money`), checkpoints and pickling (:mod:`thors_stream._river_state`),
-and the state and steps they share (:mod:`thors_stream._river_base`). This module holds the
-constructor (river reads the parameters off its signature), river's API (``predict_one``,
-``predict_proba_one``, ``learn_one``, ``clone``), the store's ``commit`` and ``close`` and the
-properties; ``save_thresholding`` and ``load_thresholding`` are the checkpoint part's.
-
 This module is ``thors_stream.river``; inside it ``import river`` is an absolute
 import and resolves to the river package itself.
 """
+
+# The class is assembled from parts, each in its own module: the pending decisions by key, in
+# memory or in a store (_river_pending), per-event costs and cost margins (_river_money),
+# checkpoints and pickling (_river_state), and the state and steps they share (_river_base).
+# This module holds the constructor (river reads the parameters off its signature), river's API
+# (predict_one, predict_proba_one, learn_one, clone), the store's commit and close and the
+# properties; save_thresholding and load_thresholding are the checkpoint part's.
 
 from __future__ import annotations
 

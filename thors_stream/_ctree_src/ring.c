@@ -142,6 +142,7 @@ PyObject *CTree_window_push(CTree *self, PyObject *const *args, Py_ssize_t nargs
     Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
     if (self->ring != 1) { PyErr_SetString(PyExc_TypeError, "window_push needs a count ring"); return NULL; }
+    if (limit < 1) { PyErr_Format(PyExc_ValueError, "window_push: limit must be >= 1, got %zd", limit); return NULL; }
     if (window_push(self, key, pos, w, limit) < 0) return NULL;
     Py_RETURN_NONE;
 }
