@@ -2,7 +2,8 @@
 
 The version in ``pyproject.toml`` is the package's ``__version__`` and the newest release of
 ``docs/changelog.md``; each release there has a date and only the sections Added, Changed, Fixed
-and Removed, in that order, each a list of entries.
+and Removed, in that order, each a list of entries. Changes not yet released may come first,
+under ``## Unreleased``, by the same rules.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ def test_changelog_is_by_release_newest_first() -> None:
     versions = [tuple(int(x) for x in v.split(".")) for v, _ in releases]
     assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
     assert [d for _, d in releases] == sorted((d for _, d in releases), reverse=True)
-    assert len(re.findall(r"^## ", text, re.M)) == len(releases), "every second-level heading is a release"
-    for body in re.split(r"^## Version .*$", text, flags=re.M)[1:]:
+    headings = re.findall(r"^## (.*)$", text, re.M)
+    unreleased = headings[:1] == ["Unreleased"]
+    assert len(headings) == len(releases) + unreleased, "every second-level heading is a release (or Unreleased, first)"
+    for body in re.split(r"^## (?:Version .*|Unreleased)$", text, flags=re.M)[1:]:
         sections = re.findall(r"^### (.+)$", body, re.M)
         assert sections and sections == [s for s in SECTIONS if s in sections], sections
         for part in re.split(r"^### .+$", body, flags=re.M)[1:]:
