@@ -9,7 +9,9 @@ are scanned for what belongs in a project's history, not in its documentation:
   number such as ``7976931348623157e308``);
 - an issue reference: ``issue 12``, ``issues 12``, ``#12``;
 - the words target(s), session(s), round(s), helper(s) and tried (work plans, who worked when,
-  what was tried and dropped).
+  what was tried and dropped);
+- what else ran on the machine (``other work running``, ``no other job``, ``an idle machine``):
+  a figure names the machine by its cores.
 
 The allow-list is short, and each entry is a use of one of those words that is not about the
 project's work (``ALLOWED``). A finding names the page, the source file and line where the text
@@ -36,7 +38,8 @@ EXTRA_PAGES = [ROOT / "benchmarks/paper/README.md", ROOT / "benchmarks/paper/dis
 
 HEX_WORD = re.compile(r"(?<![\w.])[0-9a-f]{7,40}(?!\w)")
 ISSUE = re.compile(r"\bissues?\s*#?\d+|(?<![\w&#/])#\d+\b", re.I)
-WORDS = re.compile(r"\b(?:targets?|sessions?|rounds?|helpers?|tried)\b", re.I)
+WORDS = re.compile(r"\b(?:targets?|sessions?|rounds?|helpers?|tried)\b"
+                   r"|\bother (?:jobs?|work|processes)\b|\bidle machine\b|\bloaded machine\b", re.I)
 ALLOWED = [
     # Python's round() and numpy's .round() in examples and doctests
     re.compile(r"\bround\("),
@@ -178,7 +181,8 @@ def test_rules() -> None:
         ("commit hash", "0ee54b6"), ("issue reference", "issue 12"), ("issue reference", "#7")]
     assert findings(f"full hash {commits()[0]}" if commits() else "full hash 1f2e3d4c5b6a") != []
     for bad in ("this round's work", "the targets were met", "other sessions", "a helper's run",
-                "Tried and dropped", "the speed target"):
+                "Tried and dropped", "the speed target", "on a machine with other work running",
+                "no other job running", "three runs on an idle machine"):
         assert findings(bad), bad
     for fine in ("round(x, 3) and a.round(3)", "rounding, rounded, around", "`--rounds N`", "--round 3",
                  "1 - confidence rounds to 1", "a checkpoint round-trips", "the other way round",
