@@ -39,7 +39,8 @@ EXTRA_PAGES = [ROOT / "benchmarks/paper/README.md", ROOT / "benchmarks/paper/dis
 HEX_WORD = re.compile(r"(?<![\w.])[0-9a-f]{7,40}(?!\w)")
 ISSUE = re.compile(r"\bissues?\s*#?\d+|(?<![\w&#/])#\d+\b", re.I)
 WORDS = re.compile(r"\b(?:targets?|sessions?|rounds?|helpers?|tried)\b"
-                   r"|\bother (?:jobs?|work) (?:running|on the machine)\b|\bno other (?:jobs?|work)\b|\bidle machine\b|\bloaded machine\b", re.I)
+                   r"|\bother (?:jobs?|work) (?:running|on the machine)\b|\bno other (?:jobs?|work)\b"
+                   r"|\b(?:idle|loaded) machine\b", re.I)
 ALLOWED = [
     # Python's round() and numpy's .round() in examples and doctests
     re.compile(r"\bround\("),
