@@ -54,17 +54,24 @@ void ring_put_many(CTree *t, const double *s, const uint8_t *y, const double *w,
 }
 
 /* Pop the oldest record and remove it from the tree (unless cancelled). */
-static inline int ring_expire_one(CTree *t) {
+/* Expire the oldest queued event; leaf: its leaf with the path to it recorded, or NIL (a
+   descent finds it). */
+static inline int ring_expire_at(CTree *t, int32_t leaf) {
     Py_ssize_t j = t->qhead;
     double s = t->qs[j], w = t->qw[j];
     int y = t->qy[j];
     if (y != CANCELLED) {
-        if (upsert(t, s, y ? -w : 0.0, y ? 0.0 : -w, y ? -1 : 0, y ? 0 : -1) < 0) return -1;
+        double dw1 = y ? -w : 0.0, dw0 = y ? 0.0 : -w;
+        int64_t dc1 = y ? -1 : 0, dc0 = y ? 0 : -1;
+        if ((leaf == NIL ? upsert(t, s, dw1, dw0, dc1, dc0) : upsert_leaf(t, leaf, s, dw1, dw0, dc1, dc0)) < 0)
+            return -1;
     }
     t->qhead = j + 1 == t->qcap ? 0 : j + 1;
     t->qsize--;
     return 0;
 }
+
+static inline int ring_expire_one(CTree *t) { return ring_expire_at(t, NIL); }
 
 /* A descent's recorded path, kept aside while another descent runs. */
 typedef struct {
@@ -93,42 +100,32 @@ static inline int32_t path_restore(CTree *t, const SavedPath *s) {
 int window_push(CTree *self, double key, int pos, double w, Py_ssize_t limit) {
     if (self->qsize == self->qcap && ring_grow(self, self->qsize + 1, limit + 1) < 0) return -1;
     if (reserve(self, 2 * self->height + 8) < 0) return -1; /* the add and one expiry cannot fail */
-    if (self->n_keys <= PREFETCH_KEYS) { /* a small tree is in cache: one descent each, no prefetch */
-        if (upsert(self, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return -1;
-        ring_put(self, key, pos, w, 0.0);
-        while (self->qsize > limit)
-            if (ring_expire_one(self) < 0) return -1;
-        return 0;
-    }
     /* a large tree: start loading both leaves (the new event's and the expiring one's) and
        their parents' aggregates before touching either, so their cache misses overlap
        (measured: leaving the new event's prefetch to its upsert was about 10% slower at
        10**6: the early prefetch gains lead time), and keep both descents' paths for the
        updates themselves (one descent each instead of two, unless the insertion changes
-       the tree's shape) */
+       the tree's shape). A small tree is in cache: one descent each, no prefetch. */
+    int large = self->n_keys > PREFETCH_KEYS, expiring = 0;
     SavedPath add, gone;
-    path_save(self, descend(self, key), &add);
-    prefetch_leaf(self, add.leaf);
-    prefetch_parent_aggs(self);
-    int expiring = self->qsize >= limit && self->qsize && self->qy[self->qhead] != CANCELLED;
-    if (expiring) {
-        path_save(self, descend(self, self->qs[self->qhead]), &gone);
-        prefetch_leaf(self, gone.leaf);
+    if (large) {
+        path_save(self, descend(self, key), &add);
+        prefetch_leaf(self, add.leaf);
         prefetch_parent_aggs(self);
+        expiring = self->qsize >= limit && self->qsize && self->qy[self->qhead] != CANCELLED;
+        if (expiring) {
+            path_save(self, descend(self, self->qs[self->qhead]), &gone);
+            prefetch_leaf(self, gone.leaf);
+            prefetch_parent_aggs(self);
+        }
+        path_restore(self, &add); /* (nothing changed the tree since its descent) */
     }
-    path_restore(self, &add); /* (nothing changed the tree since its descent) */
-    if (upsert_leaf(self, add.leaf, key, pos ? w : 0.0, pos ? 0.0 : w, pos, !pos) < 0) return -1;
+    double dw1 = pos ? w : 0.0, dw0 = pos ? 0.0 : w;
+    if ((large ? upsert_leaf(self, add.leaf, key, dw1, dw0, pos, !pos) : upsert(self, key, dw1, dw0, pos, !pos)) < 0)
+        return -1;
     ring_put(self, key, pos, w, 0.0);
-    if (expiring && self->qsize > limit) { /* the oldest event, whose leaf was loaded above */
-        int32_t leaf = path_restore(self, &gone);
-        Py_ssize_t j = self->qhead;
-        double s = self->qs[j], v = self->qw[j];
-        int y = self->qy[j];
-        if (leaf == NIL) leaf = descend(self, s);
-        if (upsert_leaf(self, leaf, s, y ? -v : 0.0, y ? 0.0 : -v, y ? -1 : 0, y ? 0 : -1) < 0) return -1;
-        self->qhead = j + 1 == self->qcap ? 0 : j + 1;
-        self->qsize--;
-    }
+    /* the oldest event, whose leaf was loaded above (a descent again if the shape changed) */
+    if (expiring && self->qsize > limit && ring_expire_at(self, path_restore(self, &gone)) < 0) return -1;
     while (self->qsize > limit)
         if (ring_expire_one(self) < 0) return -1;
     return 0;

@@ -103,9 +103,11 @@ void key_error(double key) {
 /* ------------------------------------------------------------------ aggregates */
 
 /* Join the four quarters' running sums, minima (bi: the slot of each quarter's minimum, -1
-   for none) and class sums into the leaf's aggregate, in key order (ties: the lower key). */
-static inline void join_quarters(const Leaf *L, const double *acc, const double *best, const int32_t *bi,
-                                 const double *W1, const double *W0, Agg *g) {
+   for none) and class sums into g's sum, minimum and weights, in key order (ties: the lower
+   key). Returns the slot of the minimum (-1: none); the caller sets g->argk from it. Leaves
+   and inner nodes alike. */
+static inline int32_t join_quarters(const double *acc, const double *best, const int32_t *bi, const double *W1,
+                                    const double *W0, Agg *g) {
     double off = 0.0, gbest = INFINITY;
     int32_t gbi = -1;
     for (int c = 0; c < 4; c++) {
@@ -115,8 +117,16 @@ static inline void join_quarters(const Leaf *L, const double *acc, const double 
         }
         off += acc[c];
     }
-    g->sum = off; g->minp = gbest; g->argk = gbi >= 0 ? L->key[gbi] : NAN;
+    g->sum = off; g->minp = gbest;
     g->w1 = ((W1[0] + W1[1]) + W1[2]) + W1[3]; g->w0 = ((W0[0] + W0[1]) + W0[2]) + W0[3];
+    return gbi;
+}
+
+/* A leaf's quarters joined: the minimum's key from its slot. */
+static inline void join_leaf_quarters(const Leaf *L, const double *acc, const double *best, const int32_t *bi,
+                                      const double *W1, const double *W0, Agg *g) {
+    int32_t gbi = join_quarters(acc, best, bi, W1, W0, g);
+    g->argk = gbi >= 0 ? L->key[gbi] : NAN;
 }
 
 /* The aggregate of slots [0, n) of one leaf whose weights are X1, X0 (T: double, or the
@@ -144,7 +154,7 @@ static inline void join_quarters(const Leaf *L, const double *acc, const double 
             bi[c] = lt ? i : bi[c];                                                        \
             W1[c] += x1; W0[c] += x0;                                                      \
         }                                                                                  \
-    join_quarters(L, acc, best, bi, W1, W0, g);
+    join_leaf_quarters(L, acc, best, bi, W1, W0, g);
 
 #ifdef HAVE_AVX2_AGG
 int simd_agg = 0; /* (see ctree.h) */
@@ -201,7 +211,7 @@ static int leaf_agg_plain_avx2(const CTree *t, const Leaf *L, Agg *g) {
     _mm256_storeu_pd(A, acc); _mm256_storeu_pd(B, best); _mm256_storeu_pd(I, bi);
     _mm256_storeu_pd(S1, W1); _mm256_storeu_pd(S0, W0);
     int32_t slots[4] = {(int32_t)I[0], (int32_t)I[1], (int32_t)I[2], (int32_t)I[3]};
-    join_quarters(L, A, B, slots, S1, S0, g);
+    join_leaf_quarters(L, A, B, slots, S1, S0, g);
     g->c1 = g->w1; g->c0 = g->w0;
     return 1;
 }
@@ -224,23 +234,15 @@ void leaf_agg(CTree *t, Leaf *L, Agg *g) {
 }
 #undef LEAF_AGG_BODY
 
-/* Join the four quarters of an inner node as join_quarters does a leaf's (ties: the lower
-   key), the class totals summed in the same order. */
+/* An inner node's quarters joined (see join_quarters): the minimum's key from its child's
+   aggregate, and the class totals summed in the same order (copied from the weights when
+   plain: the counts are the weights, see leaf_agg). */
 static inline void join_inner_quarters(const Inner *N, const double *acc, const double *best, const int32_t *bi,
                                        const double *W1, const double *W0, const double *C1, const double *C0,
                                        int plain, Agg *g) {
-    double off = 0.0, gbest = INFINITY;
-    int32_t gbi = -1;
-    for (int c = 0; c < 4; c++) {
-        if (bi[c] >= 0) {
-            double p = off + best[c];
-            if (p < gbest) { gbest = p; gbi = bi[c]; }
-        }
-        off += acc[c];
-    }
-    g->sum = off; g->minp = gbest; g->argk = gbi >= 0 ? N->agg[gbi].argk : NAN;
-    g->w1 = ((W1[0] + W1[1]) + W1[2]) + W1[3]; g->w0 = ((W0[0] + W0[1]) + W0[2]) + W0[3];
-    if (plain) { g->c1 = g->w1; g->c0 = g->w0; } /* the counts are the weights (see leaf_agg) */
+    int32_t gbi = join_quarters(acc, best, bi, W1, W0, g);
+    g->argk = gbi >= 0 ? N->agg[gbi].argk : NAN;
+    if (plain) { g->c1 = g->w1; g->c0 = g->w0; }
     else { g->c1 = ((C1[0] + C1[1]) + C1[2]) + C1[3]; g->c0 = ((C0[0] + C0[1]) + C0[2]) + C0[3]; }
 }
 
