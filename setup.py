@@ -11,7 +11,7 @@ The extension ``thors_stream._ctree`` is built from the C units under
 from setuptools import Extension, setup
 
 SRC = "thors_stream/_ctree_src"
-UNITS = ["tree.c", "runs.c", "sort.c", "batch.c", "keyed.c", "reads.c", "ring.c", "selector.c", "module.c"]
+UNITS = ["tree.c", "runs.c", "sort.c", "batch.c", "keyed.c", "wbatch.c", "reads.c", "ring.c", "selector.c", "module.c"]
 
 setup(
     ext_modules=[

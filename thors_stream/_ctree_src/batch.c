@@ -393,6 +393,7 @@ PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
         if (ring_grow(self, keep > self->qsize ? keep : self->qsize, limit + 1) < 0) goto done;
         int how = e_old == self->qsize ? replace_all(self, s, y, w, e_new, m) : 0;
         if (how == 0) how = apply_keyed(self, s, y, w, e_new, m, e_old);
+        if (how == 0) how = apply_window_rows(self, s, y, w, e_new, m, e_old);
         if (how == 0) how = apply_window_events(self, s, y, w, e_new, m, e_old);
         if (how < 0) goto done;
         /* the ring: drop the expired records, queue the new events that stay */

@@ -44,6 +44,7 @@
  *   sort.c      the radix sorts of the batch paths;
  *   batch.c     the builder (bulk rebuild), apply_sorted_impl, batches of events, batch methods;
  *   keyed.c     batches aggregated by key (the key table) and the whole-window rebuild;
+ *   wbatch.c    a count window's large batch on a plain tree, as count changes by key, two threads;
  *   reads.c     threshold, cost, totals, export, range / rank / Neyman-Pearson reads;
  *   ring.c      the expiry ring of a count or time window and its methods;
  *   selector.c  selector_step (thors_stream.selection.WindowSelector's hot path);
@@ -214,6 +215,7 @@ extern int batch_threads;            /* runs.c (_set_batch_threads, THORS_STREAM
 extern long long two_thread_batches, deferred_runs, multi_key_leaves; /* runs.c (tests: _batch_counters) */
 extern Py_ssize_t rebuild_ratio;     /* batch.c (_set_rebuild_ratio) */
 extern long long keyed_batches, replaced_batches; /* keyed.c (tests: _path_counters) */
+extern long long row_batches;        /* wbatch.c (tests: _path_counters) */
 extern PyTypeObject CTreeType;       /* module.c */
 
 /* ------------------------------------------------------------------ what each unit gives the others */
@@ -245,6 +247,7 @@ int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0
 /* sort.c: radix sorts */
 int radix_order(const double *key, Py_ssize_t m, uint32_t *order);
 uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m);
+int radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m);
 
 /* batch.c: the builder, apply_sorted_impl, batches of events and their methods */
 int build_begin(Builder *B, CTree *t, Py_ssize_t nmax, int plain, Py_ssize_t nlo);
@@ -262,6 +265,10 @@ int apply_keyed(CTree *t, const double *s, const uint8_t *y, const double *w, Py
                 Py_ssize_t e_old);
 int replace_all(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0,
                 Py_ssize_t q1);
+
+/* wbatch.c: a count window's large batch on a plain tree, as count changes by key */
+int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
+                      Py_ssize_t e_old);
 
 /* reads.c: reads (CTree methods) */
 PyObject *CTree_held_at(CTree *self, PyObject *arg);

@@ -543,7 +543,7 @@ static PyObject *batch_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED
 /* _path_counters() -> (batches applied by key, batches that rebuilt the tree from a batch that
    replaced the whole window) since the module was loaded; tests only. */
 static PyObject *path_counters(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored)) {
-    return Py_BuildValue("(LL)", keyed_batches, replaced_batches);
+    return Py_BuildValue("(LLL)", keyed_batches, replaced_batches, row_batches);
 }
 
 /* _fail_reserve_after(n): tests only, make the n+1-th later reserve() fail (-1: never). */
@@ -561,7 +561,8 @@ static PyMethodDef module_methods[] = {
     {"_batch_counters", (PyCFunction)batch_counters, METH_NOARGS,
      "_batch_counters() -> (two-thread batches, runs deferred to the serial pass, leaves changed in place at two keys or more); tests only"},
     {"_path_counters", (PyCFunction)path_counters, METH_NOARGS,
-     "_path_counters() -> (batches applied by key, batches that rebuilt the tree from a whole-window batch); tests only"},
+     "_path_counters() -> (batches applied by key, batches that rebuilt the tree from a whole-window batch, "
+     "window batches applied as count changes by key); tests only"},
     {"_set_batch_threads", (PyCFunction)set_batch_threads, METH_O,
      "_set_batch_threads(n): tests only; 1 = every batch in one thread, 2 = large batches in two; returns the old value"},
     {"_set_rebuild_ratio", (PyCFunction)set_rebuild_ratio, METH_O,

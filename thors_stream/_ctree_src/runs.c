@@ -222,10 +222,14 @@ typedef struct {
     Py_ssize_t multi;    /* leaves changed in place at two keys or more (tests) */
     PyThread_type_lock done;
     int finished;        /* set by the second thread as it ends (the first spins on it a while) */
-} Half;
+} __attribute__((aligned(128))) Half;
+/* (aligned: the two halves sit side by side on the caller's stack, and a line holding one's
+   counters and the other's pointers would be written by one thread while the other reads it;
+   the counters themselves are kept in locals while a half runs) */
 
 /* The events [q, r) all fall in leaf L: apply them in place if that keeps the leaf's
-   shape (returns 1), else change nothing (returns 0). One pass plans each key's change (its
+   shape (returns the number of keys changed, >= 1; *dkeys takes the change in the number of
+   keys), else change nothing (returns 0). One pass plans each key's change (its
    slot, whether it is held now and after, its new state: key_state), then the plan is
    carried out: first the keys that leave, right to left (the slots planned for the keys on
    their left stay right), then the others left to right, each slot moved by the keys that
@@ -240,7 +244,7 @@ typedef struct {
     int8_t exists, keep;
 } KeyPlan;
 
-static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r) {
+static int leaf_in_place(CTree *t, Leaf *L, const Half *h, Py_ssize_t q, Py_ssize_t r, Py_ssize_t *dkeys) {
     const double *k = h->k;
     KeyPlan plan[PLAN_MAX];
     int np = 0;
@@ -259,17 +263,16 @@ static int leaf_in_place(CTree *t, Leaf *L, Half *h, Py_ssize_t q, Py_ssize_t r)
     }
     if (n < LMIN || n > LCAP) return 0;
     for (int j = np - 1; j >= 0; j--)
-        if (plan[j].exists && !plan[j].keep) { leaf_close(t, L, plan[j].pos); h->dkeys--; }
+        if (plan[j].exists && !plan[j].keep) { leaf_close(t, L, plan[j].pos); (*dkeys)--; }
     int32_t shift = 0;
     for (int j = 0; j < np; j++) {
         const KeyPlan *p = &plan[j];
         if (!p->keep) { shift -= p->exists; continue; }
         int32_t at = p->pos + shift;
-        if (!p->exists) { leaf_open(t, L, at); L->key[at] = k[p->u]; h->dkeys++; shift++; }
+        if (!p->exists) { leaf_open(t, L, at); L->key[at] = k[p->u]; (*dkeys)++; shift++; }
         slot_write(t, L, at, &p->s); /* no lo block to allocate: checked above */
     }
-    h->multi += np > 1;
-    return 1;
+    return np;
 }
 
 /* One leaf's events, found by the finger that runs ahead: the leaf, its parent (the level-1
@@ -292,6 +295,7 @@ static void half_run(void *arg) {
     Py_ssize_t qa = h->q0;
     long head = 0, tail = 0;
     int32_t last = NIL, parent = NIL;
+    Py_ssize_t dkeys = 0, multi = 0, ndefer = 0, npaths = 0; /* (kept here, stored at the end) */
     for (;;) {
         /* the finger runs over the events until it knows AHEAD leaves past the one at hand,
            prefetching each leaf as it meets it */
@@ -310,21 +314,24 @@ static void half_run(void *arg) {
         const LeafAhead *e = &ring[tail % RING];
         Py_ssize_t q = e->q0, r = tail + 1 < head ? ring[(tail + 1) % RING].q0 : qa;
         Leaf *L = &t->leaves[e->leaf];
-        if (leaf_in_place(t, L, h, q, r)) {
+        int changed = leaf_in_place(t, L, h, q, r, &dkeys);
+        if (changed) {
+            multi += changed > 1;
             Inner *P = &t->inners[e->node1];
             leaf_agg(t, L, &P->agg[e->idx1]);
             P->mask &= ~BIT(e->idx1);
             if (e->node1 != parent) { /* the path above this level-1 node, marked later */
                 parent = e->node1;
-                memcpy(h->paths + h->npaths * 2 * (H - 1), e->path, (size_t)(2 * (H - 1)) * sizeof(int32_t));
-                h->npaths++;
+                memcpy(h->paths + npaths * 2 * (H - 1), e->path, (size_t)(2 * (H - 1)) * sizeof(int32_t));
+                npaths++;
             }
         } else {
-            h->defer[2 * h->ndefer] = q; h->defer[2 * h->ndefer + 1] = r;
-            h->ndefer++;
+            h->defer[2 * ndefer] = q; h->defer[2 * ndefer + 1] = r;
+            ndefer++;
         }
         tail++;
     }
+    h->dkeys = dkeys; h->multi = multi; h->ndefer = ndefer; h->npaths = npaths;
     __atomic_store_n(&h->finished, 1, __ATOMIC_RELEASE);
     if (h->done) PyThread_release_lock(h->done);
 }

@@ -1,4 +1,4 @@
-/* sort.c: the radix sorts of the batch paths: positions in key order (radix_order) and values alone (radix_values). */
+/* sort.c: the radix sorts of the batch paths: positions in key order (radix_order), values alone (radix_values), values with tags (radix_tagged). */
 #include "ctree.h"
 
 /* One stable LSD pass on the 11-bit digit at bit sh of k1, carrying src along into dst;
@@ -184,4 +184,69 @@ uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
         PyMem_Free(all);
     }
     return src;
+}
+
+/* One LSD pass on the 11-bit digit at bit sh of the values, carrying their tags (skipped when
+   every value has the same digit); h is the digit's histogram, turned into offsets here. */
+static void tagged_pass(int sh, uint32_t *h, Py_ssize_t m, uint64_t **v, uint64_t **v2, uint8_t **g,
+                        uint8_t **g2) {
+    if (h[((*v)[0] >> sh) & 2047] == (uint32_t)m) return;
+    uint32_t o = 0;
+    for (int d = 0; d < 2048; d++) { uint32_t c = h[d]; h[d] = o; o += c; }
+    const uint64_t *a = *v;
+    const uint8_t *ga = *g;
+    uint64_t *b = *v2;
+    uint8_t *gb = *g2;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint64_t x = a[i];
+        uint32_t at = h[(x >> sh) & 2047]++;
+        b[at] = x; gb[at] = ga[i];
+    }
+    uint64_t *tv = *v; *v = *v2; *v2 = tv;
+    uint8_t *tg = *g; *g = *g2; *g2 = tg;
+}
+
+/* Sort m values (sort_bits) ascending with a tag of one byte each: radix_values's method (LSD
+   passes on the 22 bits, 33 from 2**17 values on, below the highest bit in which the values
+   differ, an insertion pass for the values sharing those bits, every digit when they crowd:
+   O(m) whatever the values), carrying the tags. Values of one key keep no particular order of
+   their tags. tmp and gtmp: room for m each. On return *v and *g point at the sorted arrays
+   (the given ones or the scratch). Returns 0, or -1 with MemoryError set. */
+int radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m) {
+    uint64_t *a = *v, *b = tmp, differ = 0;
+    uint8_t *ga = *g, *gb = gtmp;
+    if (m < 2) return 0;
+    for (Py_ssize_t i = 1; i < m; i++) differ |= a[i] ^ a[0];
+    if (!differ) return 0;
+    int hb = 63 - __builtin_clzll(differ), digits = m < ((Py_ssize_t)1 << 17) ? 2 : 3, nd = 0;
+    int lo = hb + 1 - 11 * digits;
+    if (lo < 0) lo = 0;
+    for (int sh = lo; sh <= hb; sh += 11) nd++;
+    uint32_t hist[3][2048];
+    memset(hist, 0, sizeof hist);
+    for (Py_ssize_t i = 0; i < m; i++)
+        for (int d = 0; d < nd; d++) hist[d][(a[i] >> (lo + 11 * d)) & 2047]++;
+    for (int d = 0; d < nd; d++) tagged_pass(lo + 11 * d, hist[d], m, &a, &b, &ga, &gb);
+    Py_ssize_t moves = 0, budget = 2 * m;
+    int done = 1;
+    for (Py_ssize_t i = 1; lo && i < m && done; i++) {
+        uint64_t x = a[i];
+        if (a[i - 1] <= x) continue;
+        uint8_t gx = ga[i];
+        Py_ssize_t j = i;
+        while (j > 0 && a[j - 1] > x) { a[j] = a[j - 1]; ga[j] = ga[j - 1]; j--; }
+        a[j] = x; ga[j] = gx;
+        moves += i - j;
+        if (moves > budget) done = 0;
+    }
+    if (!done) { /* crowded values: every digit */
+        uint32_t (*all)[2048] = PyMem_Calloc(6, sizeof *all);
+        if (!all) { PyErr_NoMemory(); return -1; }
+        for (Py_ssize_t i = 0; i < m; i++)
+            for (int p = 0; p < 6; p++) all[p][(a[i] >> (11 * p)) & 2047]++;
+        for (int p = 0; p < 6; p++) tagged_pass(11 * p, all[p], m, &a, &b, &ga, &gb);
+        PyMem_Free(all);
+    }
+    *v = a; *g = ga;
+    return 0;
 }

@@ -1,0 +1,355 @@
+/* wbatch.c: a count window's large batch on a plain tree, as count changes by key (one tagged radix sort) applied by two threads. */
+#include "ctree.h"
+
+/*
+ * The steady state of a sliding count window over scores that rarely repeat: each batch adds m
+ * events and expires about as many, at keys spread over a tree far larger than the batch. When
+ * the tree is plain (every weight held is 1) and so is every weight of the batch, an event's whole
+ * change is a count, so the batch is a list of count changes by key:
+ *
+ *   1. the sortable bits of the added and of the expired events, each with a tag (its class,
+ *      added or expired), sorted (radix_tagged);
+ *   2. one pass over the runs of equal bits: per distinct key, the change of each class count
+ *      (a key whose events cancel out is dropped: its counts end as they were);
+ *   3. two threads, each over its own inner nodes of level 1 (the split of apply_runs_two):
+ *      a pass over the inner nodes maps the keys to their leaves (one descent per level-1 node,
+ *      then a merge with its separators), a second pass changes each leaf in place (ahead of it,
+ *      the leaves of the next entries are loaded), recomputes its aggregate into its parent and,
+ *      once a level-1 node's leaves are all done and fresh, that node's aggregate into its own
+ *      parent;
+ *   4. serially: the stale marks above, and the keys of the leaves whose shape changes (a split,
+ *      a merge) through apply_runs, one row per key.
+ *
+ * A key's net change gives the end state the events give one by one (additions before
+ * removals): counts are integers, and a plain tree's weights are its counts. A key that is not
+ * held takes the representation of its first added event (of the two zeros, the one that came
+ * first), as a sorted per-event batch gives it. The removals are of held events (the ring's
+ * records), so nothing here can raise KeyError; a count past 2**32 - 1 is left to apply_runs,
+ * which raises as the per-event path does.
+ */
+
+long long row_batches; /* tests: batches applied here (_path_counters) */
+
+/* The batch's count changes by key, ascending: key, change of the positives' count, of the
+   negatives'. */
+typedef struct {
+    double *key;
+    int64_t *d1, *d0;
+    Py_ssize_t n;
+} RowList;
+
+/* The first zero among the added events s[q0, q1) (either sign), else 0.0. */
+static double first_zero(const double *s, Py_ssize_t q0, Py_ssize_t q1) {
+    for (Py_ssize_t q = q0; q < q1; q++)
+        if (s[q] == 0.0) return s[q];
+    return 0.0;
+}
+
+/* Fill R (arrays allocated here: free R->key) with the count changes of the added events s, y
+   [q0, q1) and of the removal of the e_old oldest ring records (cancelled ones skipped): their
+   sortable bits sorted with a tag each (bit 0: positive, bit 1: removed), then one pass over the
+   runs of equal bits. Returns 0, or -1 with MemoryError set. */
+static int count_rows(CTree *t, const double *s, const uint8_t *y, Py_ssize_t q0, Py_ssize_t q1,
+                      Py_ssize_t e_old, RowList *R) {
+    Py_ssize_t m = (q1 - q0) + e_old, cap = m ? m : 1;
+    uint64_t *v = PyMem_Malloc((size_t)cap * (2 * sizeof(uint64_t) + 2));
+    R->key = PyMem_Malloc((size_t)cap * (sizeof(double) + 2 * sizeof(int64_t)));
+    if (!v || !R->key) {
+        PyMem_Free(v); PyMem_Free(R->key); R->key = NULL;
+        PyErr_NoMemory();
+        return -1;
+    }
+    R->d1 = (int64_t *)(R->key + cap);
+    R->d0 = R->d1 + cap;
+    uint64_t *vs = v, *tmp = v + cap;
+    uint8_t *g = (uint8_t *)(v + 2 * cap), *gtmp = g + cap;
+    Py_ssize_t c = 0;
+    for (Py_ssize_t q = q0; q < q1; q++, c++) { vs[c] = sort_bits(s[q]); g[c] = y[q] != 0; }
+    Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
+    while (left > 0) {
+        Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
+        for (Py_ssize_t u = j; u < j + run; u++) {
+            uint8_t yy = t->qy[u];
+            if (yy == CANCELLED) continue;
+            vs[c] = sort_bits(t->qs[u]); g[c] = 2 | (yy != 0); c++;
+        }
+        left -= run;
+        j = 0;
+    }
+    if (radix_tagged(&vs, &g, tmp, gtmp, c) < 0) {
+        PyMem_Free(v); PyMem_Free(R->key); R->key = NULL;
+        return -1;
+    }
+    /* per run of equal bits: +1 or -1 to the count of the tag's class (no branch on the tag) */
+    static const int8_t add1[4] = {0, 1, 0, -1}, add0[4] = {1, 0, -1, 0};
+    Py_ssize_t n = 0;
+    uint64_t zero = sort_bits(0.0);
+    for (Py_ssize_t i = 0; i < c;) {
+        uint64_t b = vs[i];
+        int64_t d1 = 0, d0 = 0;
+        for (; i < c && vs[i] == b; i++) { d1 += add1[g[i]]; d0 += add0[g[i]]; }
+        if (!d1 && !d0) continue; /* its events cancel out */
+        R->key[n] = b == zero ? first_zero(s, q0, q1) : unsort_bits(b);
+        R->d1[n] = d1; R->d0[n] = d0;
+        n++;
+    }
+    R->n = n;
+    PyMem_Free(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the two threads */
+
+/* A leaf with keys to change: the leaf, its slot in its level-1 node, that node's record,
+   and its first row. */
+typedef struct {
+    int32_t leaf, idx1, node;
+    Py_ssize_t r0;
+} RowLeaf;
+
+/* A level-1 node met by a half: the path to it (node, child taken, per depth 0 .. H - 1:
+   the last pair is the level-1 node and its first leaf's slot), and what became of it. */
+typedef struct {
+    int32_t path[2 * MAXH];
+    int8_t changed;  /* some leaf of it changed in place */
+    int8_t deferred; /* some leaf of it left to the serial pass */
+    int8_t done;     /* its aggregate recomputed, in its parent's entry (which is not stale) */
+} NodeRec;
+
+typedef struct {
+    CTree *t;
+    const double *key;
+    const int64_t *d1, *d0;
+    Py_ssize_t q0, q1;       /* this half's rows */
+    RowLeaf *ent;            /* scratch: at most q1 - q0 leaves */
+    NodeRec *nodes;          /* scratch: at most q1 - q0 level-1 nodes */
+    Py_ssize_t *defer;       /* scratch: [r0, r1) pairs of rows left to the serial pass */
+    Py_ssize_t nnodes, ndefer, dkeys, multi; /* (written once, at the end; multi: leaves changed at two keys or more) */
+    PyThread_type_lock done;
+    int finished;
+} __attribute__((aligned(128))) RowHalf; /* (one half's counters never share a line with the other's) */
+
+/* The rows [u, v) of leaf L (all its keys in range) applied in place when the leaf keeps its
+   shape: returns the number of keys changed (>= 1) and adds the change of the key count to *dkeys. Else (its key count would
+   leave [LMIN, LCAP], more than PLAN_MAX keys change, or a count would leave [0, 2**32 - 1])
+   returns 0 and changes nothing. Keys that leave are closed right to left first, then the
+   others written left to right, each slot moved by the keys that left or came in on its left
+   (as leaf_in_place in runs.c). */
+#define ROW_PLAN_MAX 40
+static int rows_in_place(CTree *t, Leaf *L, const double *key, const int64_t *d1, const int64_t *d0,
+                         Py_ssize_t u, Py_ssize_t v, Py_ssize_t *dkeys) {
+    struct { int32_t pos; uint32_t c1, c0; int8_t exists, keep; } plan[ROW_PLAN_MAX];
+    if (v - u > ROW_PLAN_MAX) return 0;
+    int32_t n = L->n, pos = 0, np = 0;
+    for (Py_ssize_t r = u; r < v; r++, np++) {
+        pos = count_below(L, pos, key[r]);
+        int exists = pos < L->n && L->key[pos] == key[r];
+        int64_t n1 = d1[r], n0 = d0[r];
+        if (exists) { n1 += L->c1[pos]; n0 += L->c0[pos]; }
+        if (n1 < 0 || n0 < 0 || n1 > UINT32_MAX || n0 > UINT32_MAX) return 0; /* (apply_runs raises) */
+        int keep = n1 + n0 > 0;
+        n += (keep && !exists) - (!keep && exists);
+        plan[np].pos = pos; plan[np].c1 = (uint32_t)n1; plan[np].c0 = (uint32_t)n0;
+        plan[np].exists = (int8_t)exists; plan[np].keep = (int8_t)keep;
+    }
+    if (n < LMIN || n > LCAP) return 0;
+    for (int j = np - 1; j >= 0; j--)
+        if (plan[j].exists && !plan[j].keep) { leaf_close(t, L, plan[j].pos); (*dkeys)--; }
+    int32_t shift = 0;
+    for (int j = 0; j < np; j++) {
+        if (!plan[j].keep) { shift -= plan[j].exists; continue; }
+        int32_t at = plan[j].pos + shift;
+        if (!plan[j].exists) { leaf_open(t, L, at); L->key[at] = key[u + j]; (*dkeys)++; shift++; }
+        set_counts(L, at, plan[j].c1, plan[j].c0);
+    }
+    return np;
+}
+
+static void row_half(void *arg) {
+    enum { AHEAD = 6 }; /* leaves loaded ahead (as half_run) */
+    RowHalf *h = arg;
+    CTree *t = h->t;
+    const double *key = h->key;
+    int H = t->height; /* >= 2 */
+    Py_ssize_t ne = 0, nn = 0, nd = 0, dkeys = 0, multi = 0;
+    /* 1. the leaves: per level-1 node, one descent, then its separators merged with the keys */
+    for (Py_ssize_t q = h->q0; q < h->q1;) {
+        NodeRec *nr = &h->nodes[nn];
+        nr->changed = nr->deferred = nr->done = 0;
+        int32_t node = t->root, i = 0;
+        double hi1 = INFINITY; /* the level-1 node's upper bound */
+        const Inner *N = NULL;
+        for (int l = 0; l < H; l++) {
+            N = &t->inners[node];
+            i = child_index(N, key[q]);
+            if (l < H - 1 && i + 1 < N->n) hi1 = N->sep[i + 1];
+            nr->path[2 * l] = node; nr->path[2 * l + 1] = i;
+            node = N->child[i];
+        }
+        while (q < h->q1 && key[q] < hi1) {
+            while (i + 1 < N->n && N->sep[i + 1] <= key[q]) i++;
+            double up = i + 1 < N->n ? N->sep[i + 1] : hi1;
+            RowLeaf *e = &h->ent[ne++];
+            e->leaf = N->child[i]; e->idx1 = i; e->node = (int32_t)nn; e->r0 = q;
+            for (q++; q < h->q1 && key[q] < up; q++) {}
+        }
+        nn++;
+    }
+    /* 2. each leaf in place, its aggregate into its parent; each level-1 node's, once done */
+    for (Py_ssize_t j = 0; j < ne && j < AHEAD; j++) prefetch_leaf_l2(t, h->ent[j].leaf);
+    for (Py_ssize_t j = 0; j < ne; j++) {
+        if (j + AHEAD < ne) prefetch_leaf_l2(t, h->ent[j + AHEAD].leaf);
+        const RowLeaf *e = &h->ent[j];
+        Py_ssize_t r1 = j + 1 < ne ? h->ent[j + 1].r0 : h->q1;
+        NodeRec *nr = &h->nodes[e->node];
+        Inner *P = &t->inners[nr->path[2 * (H - 1)]];
+        Leaf *L = &t->leaves[e->leaf];
+        int keys = rows_in_place(t, L, key, h->d1, h->d0, e->r0, r1, &dkeys);
+        if (keys) {
+            multi += keys > 1;
+            leaf_agg(t, L, &P->agg[e->idx1]);
+            P->mask &= ~BIT(e->idx1);
+            nr->changed = 1;
+        } else {
+            h->defer[2 * nd] = e->r0; h->defer[2 * nd + 1] = r1;
+            nd++;
+            nr->deferred = 1;
+        }
+        if (j + 1 == ne || h->ent[j + 1].node != e->node) { /* the node's last leaf */
+            if (nr->changed && !nr->deferred && !(P->mask & bits_below(P->n))) {
+                Inner *P2 = &t->inners[nr->path[2 * (H - 2)]];
+                int32_t i2 = nr->path[2 * (H - 2) + 1];
+                inner_agg(P, &P2->agg[i2], 1);
+                /* (the other half may clear another bit of this node's mask meanwhile) */
+                __atomic_fetch_and(&P2->mask, ~BIT(i2), __ATOMIC_RELAXED);
+                nr->done = 1;
+            }
+        }
+    }
+    h->nnodes = nn; h->ndefer = nd; h->dkeys = dkeys; h->multi = multi;
+    __atomic_store_n(&h->finished, 1, __ATOMIC_RELEASE);
+    if (h->done) PyThread_release_lock(h->done);
+}
+
+/* The rows R applied: two threads (row_half), then the serial pass. Returns 0, or -1 with an
+   exception set (after changes: the tree is marked broken, as apply_runs_two does). */
+static int apply_rows_two(CTree *t, const RowList *R) {
+    int H = t->height;
+    const double *key = R->key;
+    Py_ssize_t m = R->n;
+    /* the split between two level-1 nodes, near the middle (as apply_runs_two) */
+    int32_t node = t->root;
+    double bound = INFINITY, lo_b = -INFINITY;
+    for (int l = 0; l < H - 1; l++) {
+        const Inner *N = &t->inners[node];
+        int32_t i = child_index(N, key[m / 2]);
+        if (i + 1 < N->n) bound = N->sep[i + 1];
+        if (i) lo_b = N->sep[i];
+        node = N->child[i];
+    }
+    if (bound == INFINITY) bound = lo_b;
+    Py_ssize_t lo = 0, hi = m;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (key[mid] < bound) lo = mid + 1; else hi = mid;
+    }
+    Py_ssize_t split = lo;
+    if (reserve(t, t->height + 3) < 0) return -1;
+    RowLeaf *ent = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(RowLeaf));
+    NodeRec *nodes = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(NodeRec));
+    Py_ssize_t *defer = PyMem_Malloc((size_t)(m ? m : 1) * 2 * sizeof(Py_ssize_t));
+    PyThread_type_lock done = PyThread_allocate_lock();
+    if (!ent || !nodes || !defer || !done) {
+        PyMem_Free(ent); PyMem_Free(nodes); PyMem_Free(defer);
+        if (done) PyThread_free_lock(done);
+        PyErr_NoMemory();
+        return -1;
+    }
+    RowHalf half[2];
+    for (int j = 0; j < 2; j++) {
+        RowHalf *h = &half[j];
+        h->t = t; h->key = key; h->d1 = R->d1; h->d0 = R->d0;
+        h->q0 = j ? split : 0; h->q1 = j ? m : split;
+        h->ent = ent + h->q0; h->nodes = nodes + h->q0; h->defer = defer + 2 * h->q0;
+        h->nnodes = h->ndefer = h->dkeys = h->multi = 0;
+        h->done = NULL; h->finished = 0;
+    }
+    half[1].done = done;
+    PyThread_acquire_lock(done, WAIT_LOCK);
+    if (PyThread_start_new_thread(row_half, &half[1]) == PYTHREAD_INVALID_THREAD_ID) {
+        half[1].done = NULL; /* no thread: this one does both halves */
+        PyThread_release_lock(done);
+        row_half(&half[1]);
+        row_half(&half[0]);
+    } else {
+        row_half(&half[0]);
+        for (int spin = 0; spin < 40000 && !__atomic_load_n(&half[1].finished, __ATOMIC_ACQUIRE); spin++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        PyThread_acquire_lock(done, WAIT_LOCK);
+        PyThread_release_lock(done);
+    }
+    PyThread_free_lock(done);
+    row_batches++;
+    two_thread_batches++; /* (the two-thread batches' counters count these too) */
+    deferred_runs += half[0].ndefer + half[1].ndefer;
+    multi_key_leaves += half[0].multi + half[1].multi;
+    /* serial: the key count, the stale marks above the level-1 nodes (above their parents' for
+       the nodes done in the threads), then the leaves left over */
+    int changed = 0, rc = 0;
+    t->n_keys += half[0].dkeys + half[1].dkeys;
+    for (int j = 0; j < 2; j++)
+        for (Py_ssize_t g = 0; g < half[j].nnodes; g++) {
+            const NodeRec *nr = &half[j].nodes[g];
+            if (!nr->changed) continue;
+            changed = 1;
+            for (int l = 0; l < H - 1; l++) { t->pnode[l] = nr->path[2 * l]; t->pidx[l] = nr->path[2 * l + 1]; }
+            mark_from(t, nr->done ? H - 3 : H - 2);
+        }
+    if (changed) t->version++;
+    Py_ssize_t left = 0;
+    for (int j = 0; j < 2; j++)
+        for (Py_ssize_t g = 0; g < half[j].ndefer; g++) left += half[j].defer[2 * g + 1] - half[j].defer[2 * g];
+    if (left) {
+        /* one row per key: its count changes, which are its weight changes (plain) */
+        double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
+        if (!buf) { PyErr_NoMemory(); rc = -1; }
+        else {
+            double *k = buf, *a1 = buf + left, *a0 = buf + 2 * left, *c1 = buf + 3 * left, *c0 = buf + 4 * left;
+            Py_ssize_t o = 0;
+            for (int j = 0; j < 2; j++)
+                for (Py_ssize_t g = 0; g < half[j].ndefer; g++)
+                    for (Py_ssize_t r = half[j].defer[2 * g]; r < half[j].defer[2 * g + 1]; r++, o++) {
+                        k[o] = key[r];
+                        a1[o] = c1[o] = (double)R->d1[r];
+                        a0[o] = c0[o] = (double)R->d0[r];
+                    }
+            rc = apply_runs(t, k, a1, a0, c1, c0, left);
+            PyMem_Free(buf);
+        }
+    }
+    if (rc < 0 && changed) t->broken = 1; /* (apply_runs marks its own partial failures) */
+    PyMem_Free(ent); PyMem_Free(nodes); PyMem_Free(defer);
+    return rc;
+}
+
+/* A count window's batch by count changes (see the top of this file): the added events s, y
+   [q0, q1) (w NULL: every weight 1) and the removal of the e_old oldest ring records; the ring
+   itself is the caller's. Taken when the tree is plain, every weight of the batch is 1, two threads
+   are allowed, the tree has two inner levels or more and the batch is large for a thread but
+   small next to the tree (apply_sorted_impl would rebuild it). Returns 1 when applied, 0 when
+   not taken (nothing changed), -1 with an exception set. */
+int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
+                      Py_ssize_t e_old) {
+    Py_ssize_t m = (q1 - q0) + e_old;
+    if (!t->plain || batch_threads < 2 || t->height < 2 || m < 4096 || m * rebuild_ratio > t->n_keys) return 0;
+    for (Py_ssize_t q = q0; w && q < q1; q++)
+        if (w[q] != 1.0) return 0;
+    RowList R;
+    if (count_rows(t, s, y, q0, q1, e_old, &R) < 0) return -1;
+    int rc = R.n ? apply_rows_two(t, &R) : 0;
+    PyMem_Free(R.key);
+    return rc < 0 ? -1 : 1;
+}
