@@ -116,18 +116,35 @@ typedef struct {
     int8_t done;     /* its aggregate recomputed, in its parent's entry (which is not stale) */
 } NodeRec;
 
+/* A run of rows over whole level-1 nodes, done by one thread: its rows [q0, q1), and how many
+   level-1 node records and leaves left to the serial pass it wrote (in the shared scratch, at
+   its offset q0). */
+typedef struct {
+    Py_ssize_t q0, q1;
+    Py_ssize_t nnodes, ndefer;
+} Chunk;
+
+/* The batch as the two threads share it: the rows, the scratch (m entries each, 2m for the
+   deferred pairs), the chunks and the next one to take (each thread takes the next one when
+   done with its own, so neither waits long for the other). */
 typedef struct {
     CTree *t;
     const double *key;
     const int64_t *d1, *d0;
-    Py_ssize_t q0, q1;       /* this half's rows */
-    RowLeaf *ent;            /* scratch: at most q1 - q0 leaves */
-    NodeRec *nodes;          /* scratch: at most q1 - q0 level-1 nodes */
-    Py_ssize_t *defer;       /* scratch: [r0, r1) pairs of rows left to the serial pass */
-    Py_ssize_t nnodes, ndefer, dkeys, multi; /* (written once, at the end; multi: leaves changed at two keys or more) */
+    RowLeaf *ent;
+    NodeRec *nodes;
+    Py_ssize_t *defer;
+    Chunk *chunk;
+    int nchunks;
+    int next; /* (taken with an atomic add) */
+} RowWork;
+
+typedef struct {
+    RowWork *w;
+    Py_ssize_t dkeys, multi; /* change in the key count; leaves changed at two keys or more */
     PyThread_type_lock done;
     int finished;
-} __attribute__((aligned(128))) RowHalf; /* (one half's counters never share a line with the other's) */
+} __attribute__((aligned(128))) RowThread; /* (one thread's counters never share a line with the other's) */
 
 /* The rows [u, v) of leaf L (all its keys in range) applied in place when the leaf keeps its
    shape: returns the number of keys changed (>= 1) and adds the change of the key count to *dkeys. Else (its key count would
@@ -165,16 +182,20 @@ static int rows_in_place(CTree *t, Leaf *L, const double *key, const int64_t *d1
     return np;
 }
 
-static void row_half(void *arg) {
+/* One chunk's rows: their leaves found, changed in place, aggregated. */
+static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *multi_out) {
     enum { AHEAD = 6 }; /* leaves loaded ahead (as half_run) */
-    RowHalf *h = arg;
-    CTree *t = h->t;
-    const double *key = h->key;
+    CTree *t = w->t;
+    const double *key = w->key;
+    const int64_t *d1 = w->d1, *d0 = w->d0;
+    RowLeaf *ent = w->ent + c->q0;
+    NodeRec *nodes = w->nodes + c->q0;
+    Py_ssize_t *defer = w->defer + 2 * c->q0, q1 = c->q1;
     int H = t->height; /* >= 2 */
     Py_ssize_t ne = 0, nn = 0, nd = 0, dkeys = 0, multi = 0;
     /* 1. the leaves: per level-1 node, one descent, then its separators merged with the keys */
-    for (Py_ssize_t q = h->q0; q < h->q1;) {
-        NodeRec *nr = &h->nodes[nn];
+    for (Py_ssize_t q = c->q0; q < q1;) {
+        NodeRec *nr = &nodes[nn];
         nr->changed = nr->deferred = nr->done = 0;
         int32_t node = t->root, i = 0;
         double hi1 = INFINITY; /* the level-1 node's upper bound */
@@ -186,36 +207,49 @@ static void row_half(void *arg) {
             nr->path[2 * l] = node; nr->path[2 * l + 1] = i;
             node = N->child[i];
         }
-        while (q < h->q1 && key[q] < hi1) {
+        while (q < q1 && key[q] < hi1) {
             while (i + 1 < N->n && N->sep[i + 1] <= key[q]) i++;
             double up = i + 1 < N->n ? N->sep[i + 1] : hi1;
-            RowLeaf *e = &h->ent[ne++];
+            RowLeaf *e = &ent[ne++];
             e->leaf = N->child[i]; e->idx1 = i; e->node = (int32_t)nn; e->r0 = q;
-            for (q++; q < h->q1 && key[q] < up; q++) {}
+            for (q++; q < q1 && key[q] < up; q++) {}
         }
         nn++;
     }
-    /* 2. each leaf in place, its aggregate into its parent; each level-1 node's, once done */
-    for (Py_ssize_t j = 0; j < ne && j < AHEAD; j++) prefetch_leaf_l2(t, h->ent[j].leaf);
-    for (Py_ssize_t j = 0; j < ne; j++) {
-        if (j + AHEAD < ne) prefetch_leaf_l2(t, h->ent[j + AHEAD].leaf);
-        const RowLeaf *e = &h->ent[j];
-        Py_ssize_t r1 = j + 1 < ne ? h->ent[j + 1].r0 : h->q1;
-        NodeRec *nr = &h->nodes[e->node];
-        Inner *P = &t->inners[nr->path[2 * (H - 1)]];
-        Leaf *L = &t->leaves[e->leaf];
-        int keys = rows_in_place(t, L, key, h->d1, h->d0, e->r0, r1, &dkeys);
-        if (keys) {
-            multi += keys > 1;
-            leaf_agg(t, L, &P->agg[e->idx1]);
-            P->mask &= ~BIT(e->idx1);
-            nr->changed = 1;
-        } else {
-            h->defer[2 * nd] = e->r0; h->defer[2 * nd + 1] = r1;
-            nd++;
-            nr->deferred = 1;
+    /* 2. each leaf in place, then (LAG leaves later) its aggregate into its parent, and each
+       level-1 node's once its leaves are done. (The lag: the aggregate's wide loads of the counts
+       just shifted by narrow stores cannot take them from the store buffer, and would wait for
+       them to reach the cache; LAG leaves later they have.) */
+    enum { LAG = 2 };
+    int8_t ok[LAG + 1]; /* per leaf in flight: changed in place */
+    for (Py_ssize_t j = 0; j < ne && j < AHEAD; j++) prefetch_leaf_l2(t, ent[j].leaf);
+    for (Py_ssize_t j = 0; j < ne + LAG; j++) {
+        if (j < ne) {
+            if (j + AHEAD < ne) prefetch_leaf_l2(t, ent[j + AHEAD].leaf);
+            const RowLeaf *e = &ent[j];
+            Py_ssize_t r1 = j + 1 < ne ? ent[j + 1].r0 : q1;
+            NodeRec *nr = &nodes[e->node];
+            int keys = rows_in_place(t, &t->leaves[e->leaf], key, d1, d0, e->r0, r1, &dkeys);
+            ok[j % (LAG + 1)] = keys > 0;
+            if (keys) {
+                multi += keys > 1;
+                nr->changed = 1;
+            } else {
+                defer[2 * nd] = e->r0; defer[2 * nd + 1] = r1;
+                nd++;
+                nr->deferred = 1;
+            }
         }
-        if (j + 1 == ne || h->ent[j + 1].node != e->node) { /* the node's last leaf */
+        Py_ssize_t jb = j - LAG; /* the leaf whose aggregate is due */
+        if (jb < 0) continue;
+        const RowLeaf *e = &ent[jb];
+        NodeRec *nr = &nodes[e->node];
+        Inner *P = &t->inners[nr->path[2 * (H - 1)]];
+        if (ok[jb % (LAG + 1)]) {
+            leaf_agg(t, &t->leaves[e->leaf], &P->agg[e->idx1]);
+            P->mask &= ~BIT(e->idx1);
+        }
+        if (jb + 1 == ne || ent[jb + 1].node != e->node) { /* the node's last leaf */
             if (nr->changed && !nr->deferred && !(P->mask & bits_below(P->n))) {
                 Inner *P2 = &t->inners[nr->path[2 * (H - 2)]];
                 int32_t i2 = nr->path[2 * (H - 2) + 1];
@@ -226,64 +260,81 @@ static void row_half(void *arg) {
             }
         }
     }
-    h->nnodes = nn; h->ndefer = nd; h->dkeys = dkeys; h->multi = multi;
-    __atomic_store_n(&h->finished, 1, __ATOMIC_RELEASE);
-    if (h->done) PyThread_release_lock(h->done);
+    c->nnodes = nn; c->ndefer = nd;
+    *dkeys_out += dkeys; *multi_out += multi;
 }
 
-/* The rows R applied: two threads (row_half), then the serial pass. Returns 0, or -1 with an
-   exception set (after changes: the tree is marked broken, as apply_runs_two does). */
+/* A thread's work: the next chunk not taken, until none is left. */
+static void row_worker(void *arg) {
+    RowThread *rt = arg;
+    RowWork *w = rt->w;
+    Py_ssize_t dkeys = 0, multi = 0;
+    for (;;) {
+        int k = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
+        if (k >= w->nchunks) break;
+        row_chunk(w, &w->chunk[k], &dkeys, &multi);
+    }
+    rt->dkeys = dkeys; rt->multi = multi;
+    __atomic_store_n(&rt->finished, 1, __ATOMIC_RELEASE);
+    if (rt->done) PyThread_release_lock(rt->done);
+}
+
+/* The rows R applied: two threads (row_worker) over chunks of about m / ROW_CHUNKS rows, each
+   of whole level-1 nodes, then the serial pass. Returns 0, or -1 with an exception set (after
+   changes: the tree is marked broken, as apply_runs_two does). */
+#define ROW_CHUNKS 32
 static int apply_rows_two(CTree *t, const RowList *R) {
     int H = t->height;
     const double *key = R->key;
     Py_ssize_t m = R->n;
-    /* the split between two level-1 nodes, near the middle (as apply_runs_two) */
-    int32_t node = t->root;
-    double bound = INFINITY, lo_b = -INFINITY;
-    for (int l = 0; l < H - 1; l++) {
-        const Inner *N = &t->inners[node];
-        int32_t i = child_index(N, key[m / 2]);
-        if (i + 1 < N->n) bound = N->sep[i + 1];
-        if (i) lo_b = N->sep[i];
-        node = N->child[i];
-    }
-    if (bound == INFINITY) bound = lo_b;
-    Py_ssize_t lo = 0, hi = m;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (key[mid] < bound) lo = mid + 1; else hi = mid;
-    }
-    Py_ssize_t split = lo;
     if (reserve(t, t->height + 3) < 0) return -1;
-    RowLeaf *ent = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(RowLeaf));
-    NodeRec *nodes = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(NodeRec));
-    Py_ssize_t *defer = PyMem_Malloc((size_t)(m ? m : 1) * 2 * sizeof(Py_ssize_t));
+    RowWork w = {t, key, R->d1, R->d0, NULL, NULL, NULL, NULL, 0, 0};
+    w.ent = PyMem_Malloc((size_t)m * sizeof(RowLeaf));
+    w.nodes = PyMem_Malloc((size_t)m * sizeof(NodeRec));
+    w.defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
+    w.chunk = PyMem_Malloc(ROW_CHUNKS * sizeof(Chunk));
     PyThread_type_lock done = PyThread_allocate_lock();
-    if (!ent || !nodes || !defer || !done) {
-        PyMem_Free(ent); PyMem_Free(nodes); PyMem_Free(defer);
-        if (done) PyThread_free_lock(done);
-        PyErr_NoMemory();
-        return -1;
+    int rc = -1;
+    if (!w.ent || !w.nodes || !w.defer || !w.chunk || !done) { PyErr_NoMemory(); goto out; }
+    /* the chunks' bounds: chunk c starts at the first row of the level-1 node that holds row
+       c * m / ROW_CHUNKS (or where chunk c - 1 starts, when that is later: chunk c - 1 is then
+       empty), so no level-1 node is shared by two chunks */
+    Py_ssize_t start = 0;
+    for (int c = 0; c < ROW_CHUNKS; c++) {
+        Py_ssize_t next = m;
+        if (c + 1 < ROW_CHUNKS) {
+            Py_ssize_t target = (c + 1) * m / ROW_CHUNKS;
+            int32_t node = t->root;
+            double lo1 = -INFINITY; /* the lower bound of target's level-1 node */
+            for (int l = 0; l < H - 1; l++) {
+                const Inner *N = &t->inners[node];
+                int32_t i = child_index(N, key[target]);
+                if (i) lo1 = N->sep[i];
+                node = N->child[i];
+            }
+            Py_ssize_t lo = start, hi = target;
+            while (lo < hi) {
+                Py_ssize_t mid = (lo + hi) / 2;
+                if (key[mid] < lo1) lo = mid + 1; else hi = mid;
+            }
+            next = lo;
+        }
+        w.chunk[c].q0 = start; w.chunk[c].q1 = next;
+        w.chunk[c].nnodes = w.chunk[c].ndefer = 0;
+        start = next;
     }
-    RowHalf half[2];
-    for (int j = 0; j < 2; j++) {
-        RowHalf *h = &half[j];
-        h->t = t; h->key = key; h->d1 = R->d1; h->d0 = R->d0;
-        h->q0 = j ? split : 0; h->q1 = j ? m : split;
-        h->ent = ent + h->q0; h->nodes = nodes + h->q0; h->defer = defer + 2 * h->q0;
-        h->nnodes = h->ndefer = h->dkeys = h->multi = 0;
-        h->done = NULL; h->finished = 0;
-    }
-    half[1].done = done;
+    w.nchunks = ROW_CHUNKS;
+    RowThread th[2];
+    for (int j = 0; j < 2; j++) { th[j].w = &w; th[j].dkeys = th[j].multi = 0; th[j].done = NULL; th[j].finished = 0; }
+    th[1].done = done;
     PyThread_acquire_lock(done, WAIT_LOCK);
-    if (PyThread_start_new_thread(row_half, &half[1]) == PYTHREAD_INVALID_THREAD_ID) {
-        half[1].done = NULL; /* no thread: this one does both halves */
+    if (PyThread_start_new_thread(row_worker, &th[1]) == PYTHREAD_INVALID_THREAD_ID) {
+        th[1].done = NULL; /* no thread: this one does every chunk */
         PyThread_release_lock(done);
-        row_half(&half[1]);
-        row_half(&half[0]);
+        row_worker(&th[0]);
     } else {
-        row_half(&half[0]);
-        for (int spin = 0; spin < 40000 && !__atomic_load_n(&half[1].finished, __ATOMIC_ACQUIRE); spin++) {
+        row_worker(&th[0]);
+        for (int spin = 0; spin < 40000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
@@ -291,27 +342,28 @@ static int apply_rows_two(CTree *t, const RowList *R) {
         PyThread_acquire_lock(done, WAIT_LOCK);
         PyThread_release_lock(done);
     }
-    PyThread_free_lock(done);
     row_batches++;
     two_thread_batches++; /* (the two-thread batches' counters count these too) */
-    deferred_runs += half[0].ndefer + half[1].ndefer;
-    multi_key_leaves += half[0].multi + half[1].multi;
+    multi_key_leaves += th[0].multi + th[1].multi;
     /* serial: the key count, the stale marks above the level-1 nodes (above their parents' for
-       the nodes done in the threads), then the leaves left over */
-    int changed = 0, rc = 0;
-    t->n_keys += half[0].dkeys + half[1].dkeys;
-    for (int j = 0; j < 2; j++)
-        for (Py_ssize_t g = 0; g < half[j].nnodes; g++) {
-            const NodeRec *nr = &half[j].nodes[g];
+       the nodes done in the threads), then the leaves left over, in key order */
+    int changed = 0;
+    rc = 0;
+    t->n_keys += th[0].dkeys + th[1].dkeys;
+    Py_ssize_t left = 0;
+    for (int c = 0; c < ROW_CHUNKS; c++) {
+        const Chunk *ch = &w.chunk[c];
+        deferred_runs += ch->ndefer;
+        for (Py_ssize_t g = 0; g < ch->nnodes; g++) {
+            const NodeRec *nr = &w.nodes[ch->q0 + g];
             if (!nr->changed) continue;
             changed = 1;
             for (int l = 0; l < H - 1; l++) { t->pnode[l] = nr->path[2 * l]; t->pidx[l] = nr->path[2 * l + 1]; }
             mark_from(t, nr->done ? H - 3 : H - 2);
         }
+        for (Py_ssize_t g = 0; g < ch->ndefer; g++) left += w.defer[2 * (ch->q0 + g) + 1] - w.defer[2 * (ch->q0 + g)];
+    }
     if (changed) t->version++;
-    Py_ssize_t left = 0;
-    for (int j = 0; j < 2; j++)
-        for (Py_ssize_t g = 0; g < half[j].ndefer; g++) left += half[j].defer[2 * g + 1] - half[j].defer[2 * g];
     if (left) {
         /* one row per key: its count changes, which are its weight changes (plain) */
         double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
@@ -319,19 +371,23 @@ static int apply_rows_two(CTree *t, const RowList *R) {
         else {
             double *k = buf, *a1 = buf + left, *a0 = buf + 2 * left, *c1 = buf + 3 * left, *c0 = buf + 4 * left;
             Py_ssize_t o = 0;
-            for (int j = 0; j < 2; j++)
-                for (Py_ssize_t g = 0; g < half[j].ndefer; g++)
-                    for (Py_ssize_t r = half[j].defer[2 * g]; r < half[j].defer[2 * g + 1]; r++, o++) {
+            for (int c = 0; c < ROW_CHUNKS; c++) {
+                const Chunk *ch = &w.chunk[c];
+                for (Py_ssize_t g = 0; g < ch->ndefer; g++)
+                    for (Py_ssize_t r = w.defer[2 * (ch->q0 + g)]; r < w.defer[2 * (ch->q0 + g) + 1]; r++, o++) {
                         k[o] = key[r];
                         a1[o] = c1[o] = (double)R->d1[r];
                         a0[o] = c0[o] = (double)R->d0[r];
                     }
+            }
             rc = apply_runs(t, k, a1, a0, c1, c0, left);
             PyMem_Free(buf);
         }
     }
     if (rc < 0 && changed) t->broken = 1; /* (apply_runs marks its own partial failures) */
-    PyMem_Free(ent); PyMem_Free(nodes); PyMem_Free(defer);
+out:
+    if (done) PyThread_free_lock(done);
+    PyMem_Free(w.ent); PyMem_Free(w.nodes); PyMem_Free(w.defer); PyMem_Free(w.chunk);
     return rc;
 }
 
