@@ -108,11 +108,61 @@ static void values_pass8(int sh, const uint64_t *src, uint64_t *dst, Py_ssize_t 
     for (Py_ssize_t i = 0; i < c; i++) { uint64_t v = src[i]; dst[h[(v >> sh) & 255]++] = v; }
 }
 
+/* The buckets [d0, d1) of radix_values's most significant pass (bucket d: tmp[start[d],
+   end[d])), each sorted on the bits below (in cache), then the insertion pass over their values
+   (a value never moves past its bucket: every value of an earlier bucket is below it). ok: the
+   insertion pass moved at most twice as many values as it covered (else the caller sorts every
+   digit). No allocation, no Python object: a second thread runs it without the GIL. */
+typedef struct {
+    uint64_t *a, *tmp;
+    const uint32_t *start, *end;
+    int d0, d1, sh0, lo;
+    int ok;
+    PyThread_type_lock done;
+    int finished;
+} __attribute__((aligned(128))) BucketJob;
+
+static void bucket_range(void *arg) {
+    BucketJob *j = arg;
+    uint64_t *a = j->a, *tmp = j->tmp;
+    for (int d = j->d0; d < j->d1 && j->sh0; d++) {
+        Py_ssize_t b = j->start[d], c = (Py_ssize_t)j->end[d] - b;
+        if (c <= 32) continue; /* (the insertion pass below orders it) */
+        if (c <= 1024) { /* one 8-bit digit, back in place */
+            values_pass8(j->sh0 - 8 > 0 ? j->sh0 - 8 : 0, tmp + b, a + b, c);
+            memcpy(tmp + b, a + b, (size_t)c * sizeof(uint64_t));
+        } else { /* two */
+            values_pass8(j->lo, tmp + b, a + b, c);
+            values_pass8(j->lo + 8, a + b, tmp + b, c);
+        }
+    }
+    Py_ssize_t i0 = j->d0 < 2048 ? j->start[j->d0] : 0, i1 = j->d1 > j->d0 ? j->end[j->d1 - 1] : i0;
+    Py_ssize_t moves = 0, budget = 2 * (i1 - i0);
+    int ok = 1;
+    for (Py_ssize_t i = i0 + 1; j->lo && i < i1 && ok; i++) {
+        uint64_t v = tmp[i];
+        if (tmp[i - 1] <= v) continue;
+        Py_ssize_t k = i;
+        while (k > i0 && tmp[k - 1] > v) { tmp[k] = tmp[k - 1]; k--; }
+        tmp[k] = v;
+        moves += i - k;
+        if (moves > budget) ok = 0;
+    }
+    j->ok = ok;
+    __atomic_store_n(&j->finished, 1, __ATOMIC_RELEASE);
+    if (j->done) PyThread_release_lock(j->done);
+}
+
+/* From this many values on, the buckets of the most significant pass are shared by two threads
+   (when two are allowed) */
+#define RADIX_TWO (1 << 19)
+
 /* Sort m values (sort_bits) ascending: a radix sort on the 22 bits below the highest bit in
    which the values differ (two LSD passes of 11 bits; from RADIX_MSD values on, one pass on the
-   top 11 bits into buckets and then each bucket, in cache, on the 16 bits below), then an
-   insertion pass for the values that share those bits (few, unless they crowd: when that pass
-   has moved more than 2m, every digit is sorted instead, so O(m) whatever the values). Values
+   top 11 bits into buckets and then each bucket, in cache, on the 16 bits below: from RADIX_TWO
+   values on, two threads share the buckets), then an insertion pass for the values that share
+   those bits (few, unless they crowd: when that pass has moved more than 2m, every digit is
+   sorted instead, so O(m) whatever the values). Values
    only, no positions carried (radix_order carries them). tmp: room for m values. Returns the
    array that holds the result (a or tmp), or NULL with MemoryError set. */
 uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
@@ -132,7 +182,7 @@ uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
     uint32_t hist[2][2048]; /* (on the stack: a calloc of all six digits' cost more than a pass at 10**4) */
     memset(hist, 0, sizeof hist);
     uint64_t *src = a, *dst = tmp;
-    int lo;
+    int lo, msd_ok = -1; /* (the most significant pass's buckets do their own insertion pass) */
     if (m < RADIX_MSD) { /* two LSD passes (22 bits) */
         lo = hb + 1 - 22;
         if (lo < 0) lo = 0;
@@ -151,22 +201,37 @@ uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
         uint32_t o = 0;
         for (int d = 0; d < 2048; d++) { uint32_t c = end[d]; start[d] = end[d] = o; o += c; }
         for (Py_ssize_t i = 0; i < m; i++) { uint64_t v = a[i]; tmp[end[(v >> sh0) & 2047]++] = v; }
-        for (int d = 0; d < 2048 && sh0; d++) {
-            Py_ssize_t b = start[d], c = (Py_ssize_t)end[d] - b;
-            if (c <= 32) continue; /* (the insertion pass below orders it) */
-            if (c <= 1024) { /* one 8-bit digit, back in place */
-                values_pass8(sh0 - 8 > 0 ? sh0 - 8 : 0, tmp + b, a + b, c);
-                memcpy(tmp + b, a + b, (size_t)c * sizeof(uint64_t));
-            } else { /* two */
-                values_pass8(lo, tmp + b, a + b, c);
-                values_pass8(lo + 8, a + b, tmp + b, c);
-            }
+        BucketJob job[2];
+        for (int g = 0; g < 2; g++) {
+            job[g].a = a; job[g].tmp = tmp; job[g].start = start; job[g].end = end;
+            job[g].sh0 = sh0; job[g].lo = lo; job[g].ok = 1; job[g].done = NULL; job[g].finished = 0;
         }
+        int mid = 2048; /* the second thread's buckets: [mid, 2048), about half of the values */
+        if (m >= RADIX_TWO && batch_threads >= 2)
+            for (mid = 0; mid < 2048 && (Py_ssize_t)end[mid] < m / 2; mid++) {}
+        job[0].d0 = 0; job[0].d1 = mid; job[1].d0 = mid; job[1].d1 = 2048;
+        PyThread_type_lock done = mid < 2048 ? PyThread_allocate_lock() : NULL;
+        int two = 0;
+        if (done) {
+            job[1].done = done;
+            PyThread_acquire_lock(done, WAIT_LOCK);
+            two = PyThread_start_new_thread(bucket_range, &job[1]) != PYTHREAD_INVALID_THREAD_ID;
+            if (!two) { job[1].done = NULL; PyThread_release_lock(done); }
+        }
+        bucket_range(&job[0]);
+        if (two) {
+            PyThread_acquire_lock(done, WAIT_LOCK); /* the second thread is done */
+            PyThread_release_lock(done);
+        } else {
+            bucket_range(&job[1]);
+        }
+        if (done) PyThread_free_lock(done);
+        msd_ok = job[0].ok && job[1].ok;
         src = tmp; dst = a;
     }
     Py_ssize_t moves = 0, budget = 2 * m;
-    int done = 1;
-    for (Py_ssize_t i = 1; lo && i < m && done; i++) {
+    int done = msd_ok >= 0 ? msd_ok : 1;
+    for (Py_ssize_t i = 1; msd_ok < 0 && lo && i < m && done; i++) {
         uint64_t v = src[i];
         if (src[i - 1] <= v) continue;
         Py_ssize_t j = i;

@@ -1,0 +1,68 @@
+"""A batch that replaces a large window sorts its scores by value (``radix_values``): from 2**19
+values on, the buckets of the most significant pass are shared by two threads, each also doing
+the insertion pass over its own buckets. Checked against one thread and against numpy on spread
+scores, repeated scores, and crowded ones (scores that differ only below the bits the buckets
+sort on: the insertion pass gives up and every digit is sorted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from thors_stream import StreamingThors
+from thors_stream._backend import available_backends
+
+pytestmark = pytest.mark.skipif("c" not in available_backends(), reason="compiled core not built")
+
+M = 600_000  # above 2**19 values of one class
+
+
+@contextlib.contextmanager
+def threads(n):
+    from thors_stream._ctree import _set_batch_threads
+
+    old = _set_batch_threads(n)
+    try:
+        yield
+    finally:
+        _set_batch_threads(old)
+
+
+def scores(kind: str, rng) -> np.ndarray:
+    if kind == "spread":
+        return rng.random(M)
+    if kind == "repeated":
+        return np.floor(rng.random(M) * 50_000) / 50_000
+    # crowded: half the scores differ only in their last bits, the others spread above them
+    s = 0.75 + rng.random(M) * 0.25
+    crowd = rng.random(M) < 0.5
+    s[crowd] = 0.25 + rng.integers(0, 2**20, int(crowd.sum())) * 2.0**-52
+    return s
+
+
+@pytest.mark.parametrize("kind", ["spread", "repeated", "crowded"])
+def test_replacing_a_large_window_sorts_on_two_threads_as_on_one(kind):
+    from thors_stream._ctree import _path_counters
+
+    rng = np.random.default_rng(["spread", "repeated", "crowded"].index(kind))
+    first = (rng.random(M), rng.random(M) < 0.05)
+    batch = (scores(kind, rng), rng.random(M) < 0.05)
+    out = []
+    for n in (2, 1):
+        st_ = StreamingThors(fn_cost=10, fp_cost=1, window=M)
+        with threads(n):
+            st_.update_many(*first)
+            replaced = _path_counters()[1]
+            st_.update_many(*batch)
+            assert _path_counters()[1] == replaced + 1  # the batch rebuilt the window
+        st_._tree.check()
+        out.append(([a.tobytes() for a in st_.held()], st_.get(), st_.cost))
+    assert out[0] == out[1]
+    keys, counts = np.unique(batch[0], return_counts=True)
+    held = StreamingThors(fn_cost=10, fp_cost=1, window=M)
+    held.update_many(*batch)
+    k, _, _, c1, c0 = held.held()
+    assert np.array_equal(k, keys) and np.array_equal(c1 + c0, counts)
