@@ -185,7 +185,8 @@ class WindowsPart(StreamState):
                 return
             # compiled core: queue, expiry and the tree's change in one call (the tree rebuilt
             # from the batch when it replaces the whole window, by key when the batch repeats
-            # few scores, else a radix sort applied leaf by leaf); it reads C-contiguous buffers
+            # few scores, else a radix sort applied leaf by leaf: as count changes by score when
+            # every weight is 1); it reads C-contiguous buffers
             # (a strided view, e.g. a[::2], is copied here), labels as bytes, no weights: all 1
             s, y8 = np.ascontiguousarray(s), np.ascontiguousarray(y).view(np.uint8)
             wc = None if w is None else np.ascontiguousarray(w)

@@ -371,8 +371,9 @@ static int apply_window_events(CTree *t, const double *s, const uint8_t *y, cons
 /* window_push_many(s, y, w, limit): update_many of a count window in one call: the events
    are queued and the oldest beyond limit expire, as window_push would do one by one; the
    tree takes the net change: rebuilt from the batch when every queued record expires
-   (replace_all), else by key when the batch repeats few keys (apply_keyed), else as one
-   sorted batch of per-event changes (apply_window_events). */
+   (replace_all), else by key when the batch repeats few keys (apply_keyed), else, on a plain
+   tree and unit weights, as count changes by key on two threads (apply_window_rows), else as
+   one sorted batch of per-event changes (apply_window_events). */
 PyObject *CTree_window_push_many(CTree *self, PyObject *args) {
     Py_buffer b[3];
     Py_ssize_t m;

@@ -247,7 +247,7 @@ int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0
 /* sort.c: radix sorts */
 int radix_order(const double *key, Py_ssize_t m, uint32_t *order);
 uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m);
-int radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m);
+void radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m, uint32_t (*all)[2048]);
 
 /* batch.c: the builder, apply_sorted_impl, batches of events and their methods */
 int build_begin(Builder *B, CTree *t, Py_ssize_t nmax, int plain, Py_ssize_t nlo);

@@ -275,20 +275,21 @@ static void tagged_pass(int sh, uint32_t *h, Py_ssize_t m, uint64_t **v, uint64_
    passes on the 22 bits, 33 from 2**17 values on, below the highest bit in which the values
    differ, an insertion pass for the values sharing those bits, every digit when they crowd:
    O(m) whatever the values), carrying the tags. Values of one key keep no particular order of
-   their tags. tmp and gtmp: room for m each. On return *v and *g point at the sorted arrays
-   (the given ones or the scratch). Returns 0, or -1 with MemoryError set. */
-int radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m) {
+   their tags. tmp and gtmp: room for m each; all: room for every digit's histogram (6 * 2048),
+   zeroed here when used. No allocation, no Python object: a second thread may run it. On return
+   *v and *g point at the sorted arrays (the given ones or the scratch). */
+void radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssize_t m, uint32_t (*all)[2048]) {
     uint64_t *a = *v, *b = tmp, differ = 0;
     uint8_t *ga = *g, *gb = gtmp;
-    if (m < 2) return 0;
+    if (m < 2) return;
     for (Py_ssize_t i = 1; i < m; i++) differ |= a[i] ^ a[0];
-    if (!differ) return 0;
+    if (!differ) return;
     int hb = 63 - __builtin_clzll(differ), digits = m < ((Py_ssize_t)1 << 17) ? 2 : 3, nd = 0;
     int lo = hb + 1 - 11 * digits;
     if (lo < 0) lo = 0;
     for (int sh = lo; sh <= hb; sh += 11) nd++;
-    uint32_t hist[3][2048];
-    memset(hist, 0, sizeof hist);
+    uint32_t (*hist)[2048] = all; /* (the first digits' histograms; all six when they crowd) */
+    memset(hist, 0, 3 * sizeof *hist);
     for (Py_ssize_t i = 0; i < m; i++)
         for (int d = 0; d < nd; d++) hist[d][(a[i] >> (lo + 11 * d)) & 2047]++;
     for (int d = 0; d < nd; d++) tagged_pass(lo + 11 * d, hist[d], m, &a, &b, &ga, &gb);
@@ -305,13 +306,10 @@ int radix_tagged(uint64_t **v, uint8_t **g, uint64_t *tmp, uint8_t *gtmp, Py_ssi
         if (moves > budget) done = 0;
     }
     if (!done) { /* crowded values: every digit */
-        uint32_t (*all)[2048] = PyMem_Calloc(6, sizeof *all);
-        if (!all) { PyErr_NoMemory(); return -1; }
+        memset(all, 0, 6 * sizeof *all);
         for (Py_ssize_t i = 0; i < m; i++)
             for (int p = 0; p < 6; p++) all[p][(a[i] >> (11 * p)) & 2047]++;
         for (int p = 0; p < 6; p++) tagged_pass(11 * p, all[p], m, &a, &b, &ga, &gb);
-        PyMem_Free(all);
     }
     *v = a; *g = ga;
-    return 0;
 }

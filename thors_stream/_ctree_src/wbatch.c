@@ -1,4 +1,4 @@
-/* wbatch.c: a count window's large batch on a plain tree, as count changes by key (one tagged radix sort) applied by two threads. */
+/* wbatch.c: a count window's large batch on a plain tree, as count changes by key (tagged radix sorts) applied by two threads. */
 #include "ctree.h"
 
 /*
@@ -7,16 +7,19 @@
  * the tree is plain (every weight held is 1) and so is every weight of the batch, an event's whole
  * change is a count, so the batch is a list of count changes by key:
  *
- *   1. the sortable bits of the added and of the expired events, each with a tag (its class,
- *      added or expired), sorted (radix_tagged);
- *   2. one pass over the runs of equal bits: per distinct key, the change of each class count
- *      (a key whose events cancel out is dropped: its counts end as they were);
- *   3. two threads, each over its own inner nodes of level 1 (the split of apply_runs_two):
- *      a pass over the inner nodes maps the keys to their leaves (one descent per level-1 node,
- *      then a merge with its separators), a second pass changes each leaf in place (ahead of it,
- *      the leaves of the next entries are loaded), recomputes its aggregate into its parent and,
- *      once a level-1 node's leaves are all done and fresh, that node's aggregate into its own
- *      parent;
+ *   1. the sortable bits of the added events and of the expiring ones, each with a tag (its
+ *      class; added or expiring), sorted (radix_tagged): the expiring ones by a second thread,
+ *      started first, while the calling thread sorts the added ones;
+ *   2. one merge of the two: per distinct key, the change of each class count (a key whose
+ *      events cancel out is dropped: its counts end as they were);
+ *   3. the two threads over ROW_CHUNKS chunks of the keys, each chunk the keys of whole inner
+ *      nodes of level 1 (so the threads never share one), a thread taking the next chunk as soon
+ *      as it is free: per chunk, a pass over its inner nodes maps the keys to their leaves (one
+ *      descent per level-1 node, then a merge with its separators), a second pass changes each
+ *      leaf in place (ahead of it, the leaves of the next entries are loaded) and, LAG leaves
+ *      later, recomputes its aggregate into its parent; once a level-1 node's leaves are all
+ *      done and fresh, that node's aggregate goes into its own parent (that entry's stale bit
+ *      cleared with an atomic and: the threads may share a level-2 node);
  *   4. serially: the stale marks above, and the keys of the leaves whose shape changes (a split,
  *      a merge) through apply_runs, one row per key.
  *
@@ -45,57 +48,58 @@ static double first_zero(const double *s, Py_ssize_t q0, Py_ssize_t q1) {
     return 0.0;
 }
 
-/* Fill R (arrays allocated here: free R->key) with the count changes of the added events s, y
-   [q0, q1) and of the removal of the e_old oldest ring records (cancelled ones skipped): their
-   sortable bits sorted with a tag each (bit 0: positive, bit 1: removed), then one pass over the
-   runs of equal bits. Returns 0, or -1 with MemoryError set. */
-static int count_rows(CTree *t, const double *s, const uint8_t *y, Py_ssize_t q0, Py_ssize_t q1,
-                      Py_ssize_t e_old, RowList *R) {
-    Py_ssize_t m = (q1 - q0) + e_old, cap = m ? m : 1;
-    uint64_t *v = PyMem_Malloc((size_t)cap * (2 * sizeof(uint64_t) + 2));
-    R->key = PyMem_Malloc((size_t)cap * (sizeof(double) + 2 * sizeof(int64_t)));
-    if (!v || !R->key) {
-        PyMem_Free(v); PyMem_Free(R->key); R->key = NULL;
-        PyErr_NoMemory();
-        return -1;
-    }
-    R->d1 = (int64_t *)(R->key + cap);
-    R->d0 = R->d1 + cap;
-    uint64_t *vs = v, *tmp = v + cap;
-    uint8_t *g = (uint8_t *)(v + 2 * cap), *gtmp = g + cap;
+/* The sortable bits of the added events s, y [q0, q1), each with its tag (bit 0: positive),
+   sorted. all: scratch for radix_tagged (no allocation: a second thread may run this). */
+static void sort_added(const double *s, const uint8_t *y, Py_ssize_t q0, Py_ssize_t q1, uint64_t **v, uint8_t **g,
+                       uint64_t *tmp, uint8_t *gtmp, uint32_t (*all)[2048]) {
+    uint64_t *vs = *v;
+    uint8_t *gs = *g;
     Py_ssize_t c = 0;
-    for (Py_ssize_t q = q0; q < q1; q++, c++) { vs[c] = sort_bits(s[q]); g[c] = y[q] != 0; }
-    Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
+    for (Py_ssize_t q = q0; q < q1; q++, c++) { vs[c] = sort_bits(s[q]); gs[c] = y[q] != 0; }
+    radix_tagged(v, g, tmp, gtmp, c, all);
+}
+
+/* The same for the e_old oldest ring records (cancelled ones skipped; tag bit 1: expiring):
+   returns how many. */
+static Py_ssize_t sort_expired(const CTree *t, Py_ssize_t e_old, uint64_t **v, uint8_t **g, uint64_t *tmp,
+                               uint8_t *gtmp, uint32_t (*all)[2048]) {
+    uint64_t *vs = *v;
+    uint8_t *gs = *g;
+    Py_ssize_t c = 0, j = t->qhead, left = e_old; /* up to two runs of the ring */
     while (left > 0) {
         Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
         for (Py_ssize_t u = j; u < j + run; u++) {
             uint8_t yy = t->qy[u];
             if (yy == CANCELLED) continue;
-            vs[c] = sort_bits(t->qs[u]); g[c] = 2 | (yy != 0); c++;
+            vs[c] = sort_bits(t->qs[u]); gs[c] = 2 | (yy != 0); c++;
         }
         left -= run;
         j = 0;
     }
-    if (radix_tagged(&vs, &g, tmp, gtmp, c) < 0) {
-        PyMem_Free(v); PyMem_Free(R->key); R->key = NULL;
-        return -1;
-    }
-    /* per run of equal bits: +1 or -1 to the count of the tag's class (no branch on the tag) */
+    radix_tagged(v, g, tmp, gtmp, c, all);
+    return c;
+}
+
+/* R from the two sorted lists: per distinct value, the change of each class count (+1 or -1 a
+   tagged value, no branch on the tag); a value whose changes cancel out is dropped. A zero key
+   is the first zero among the added events s[q0, q1) (see first_zero). */
+static void merge_rows(const uint64_t *va, const uint8_t *ga, Py_ssize_t na, const uint64_t *ve,
+                       const uint8_t *ge, Py_ssize_t ne, const double *s, Py_ssize_t q0, Py_ssize_t q1,
+                       RowList *R) {
     static const int8_t add1[4] = {0, 1, 0, -1}, add0[4] = {1, 0, -1, 0};
-    Py_ssize_t n = 0;
     uint64_t zero = sort_bits(0.0);
-    for (Py_ssize_t i = 0; i < c;) {
-        uint64_t b = vs[i];
+    Py_ssize_t i = 0, j = 0, n = 0;
+    while (i < na || j < ne) {
+        uint64_t b = i < na && (j >= ne || va[i] <= ve[j]) ? va[i] : ve[j];
         int64_t d1 = 0, d0 = 0;
-        for (; i < c && vs[i] == b; i++) { d1 += add1[g[i]]; d0 += add0[g[i]]; }
+        for (; i < na && va[i] == b; i++) { d1 += add1[ga[i]]; d0 += add0[ga[i]]; }
+        for (; j < ne && ve[j] == b; j++) { d1 += add1[ge[j]]; d0 += add0[ge[j]]; }
         if (!d1 && !d0) continue; /* its events cancel out */
         R->key[n] = b == zero ? first_zero(s, q0, q1) : unsort_bits(b);
         R->d1[n] = d1; R->d0[n] = d0;
         n++;
     }
     R->n = n;
-    PyMem_Free(v);
-    return 0;
 }
 
 /* ------------------------------------------------------------------ the two threads */
@@ -137,6 +141,16 @@ typedef struct {
     Chunk *chunk;
     int nchunks;
     int next; /* (taken with an atomic add) */
+    /* the expiring events, sorted by the second thread while the first sorts the added ones */
+    Py_ssize_t e_old, ne;
+    uint64_t *ev, *etmp;
+    uint8_t *eg, *egtmp;
+    uint32_t (*eall)[2048];
+    int exp_claim;               /* set by the thread that sorts them (the second, unless it is late) */
+    int exp_ready;               /* set once ev, eg, ne hold them (then exp_lock is released) */
+    PyThread_type_lock exp_lock; /* held by the second thread until then */
+    int go;                      /* set once the chunks are ready (then go_lock is released) */
+    PyThread_type_lock go_lock;  /* held by the first thread until then */
 } RowWork;
 
 typedef struct {
@@ -264,6 +278,39 @@ static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *m
     *dkeys_out += dkeys; *multi_out += multi;
 }
 
+static void row_worker(void *arg);
+
+/* Wait until *flag is set: spinning a little (the other thread is about to set it), then
+   sleeping on lock, which the other thread holds until just before it sets the flag (what the
+   flag announces is written before the lock is released; a spin that went on
+   would take the core that thread needs when the machine is busy). */
+static void wait_for(int *flag, PyThread_type_lock lock) {
+    for (int spin = 0; spin < 4000; spin++) { /* (about 100 us) */
+        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+    PyThread_acquire_lock(lock, WAIT_LOCK);
+    PyThread_release_lock(lock);
+}
+
+/* The second thread: the expiring events sorted (unless the first thread, done with the added
+   ones before this one started, has taken them), then (once the first thread has made the
+   chunks) chunks as row_worker. */
+static void row_second(void *arg) {
+    RowThread *rt = arg;
+    RowWork *w = rt->w;
+    if (!__atomic_exchange_n(&w->exp_claim, 1, __ATOMIC_ACQ_REL)) {
+        w->ne = sort_expired(w->t, w->e_old, &w->ev, &w->eg, w->etmp, w->egtmp, w->eall);
+        /* the lock first: once the flag is set, the first thread may go on and free the lock */
+        PyThread_release_lock(w->exp_lock);
+        __atomic_store_n(&w->exp_ready, 1, __ATOMIC_RELEASE);
+    }
+    wait_for(&w->go, w->go_lock);
+    row_worker(rt);
+}
+
 /* A thread's work: the next chunk not taken, until none is left. */
 static void row_worker(void *arg) {
     RowThread *rt = arg;
@@ -279,30 +326,16 @@ static void row_worker(void *arg) {
     if (rt->done) PyThread_release_lock(rt->done);
 }
 
-/* The rows R applied: two threads (row_worker) over chunks of about m / ROW_CHUNKS rows, each
-   of whole level-1 nodes, then the serial pass. Returns 0, or -1 with an exception set (after
-   changes: the tree is marked broken, as apply_runs_two does). */
+/* The chunks' bounds: chunk c starts at the first row of the level-1 node that holds row
+   c * m / ROW_CHUNKS (or where chunk c - 1 starts, when that is later: chunk c - 1 is then
+   empty), so no level-1 node is shared by two chunks. */
 #define ROW_CHUNKS 32
-static int apply_rows_two(CTree *t, const RowList *R) {
+static void make_chunks(const CTree *t, const double *key, Py_ssize_t m, Chunk *chunk) {
     int H = t->height;
-    const double *key = R->key;
-    Py_ssize_t m = R->n;
-    if (reserve(t, t->height + 3) < 0) return -1;
-    RowWork w = {t, key, R->d1, R->d0, NULL, NULL, NULL, NULL, 0, 0};
-    w.ent = PyMem_Malloc((size_t)m * sizeof(RowLeaf));
-    w.nodes = PyMem_Malloc((size_t)m * sizeof(NodeRec));
-    w.defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
-    w.chunk = PyMem_Malloc(ROW_CHUNKS * sizeof(Chunk));
-    PyThread_type_lock done = PyThread_allocate_lock();
-    int rc = -1;
-    if (!w.ent || !w.nodes || !w.defer || !w.chunk || !done) { PyErr_NoMemory(); goto out; }
-    /* the chunks' bounds: chunk c starts at the first row of the level-1 node that holds row
-       c * m / ROW_CHUNKS (or where chunk c - 1 starts, when that is later: chunk c - 1 is then
-       empty), so no level-1 node is shared by two chunks */
     Py_ssize_t start = 0;
     for (int c = 0; c < ROW_CHUNKS; c++) {
         Py_ssize_t next = m;
-        if (c + 1 < ROW_CHUNKS) {
+        if (c + 1 < ROW_CHUNKS && m) {
             Py_ssize_t target = (c + 1) * m / ROW_CHUNKS;
             int32_t node = t->root;
             double lo1 = -INFINITY; /* the lower bound of target's level-1 node */
@@ -319,63 +352,45 @@ static int apply_rows_two(CTree *t, const RowList *R) {
             }
             next = lo;
         }
-        w.chunk[c].q0 = start; w.chunk[c].q1 = next;
-        w.chunk[c].nnodes = w.chunk[c].ndefer = 0;
+        chunk[c].q0 = start; chunk[c].q1 = next;
+        chunk[c].nnodes = chunk[c].ndefer = 0;
         start = next;
     }
-    w.nchunks = ROW_CHUNKS;
-    RowThread th[2];
-    for (int j = 0; j < 2; j++) { th[j].w = &w; th[j].dkeys = th[j].multi = 0; th[j].done = NULL; th[j].finished = 0; }
-    th[1].done = done;
-    PyThread_acquire_lock(done, WAIT_LOCK);
-    if (PyThread_start_new_thread(row_worker, &th[1]) == PYTHREAD_INVALID_THREAD_ID) {
-        th[1].done = NULL; /* no thread: this one does every chunk */
-        PyThread_release_lock(done);
-        row_worker(&th[0]);
-    } else {
-        row_worker(&th[0]);
-        for (int spin = 0; spin < 40000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-        PyThread_acquire_lock(done, WAIT_LOCK);
-        PyThread_release_lock(done);
-    }
-    row_batches++;
-    two_thread_batches++; /* (the two-thread batches' counters count these too) */
-    multi_key_leaves += th[0].multi + th[1].multi;
-    /* serial: the key count, the stale marks above the level-1 nodes (above their parents' for
-       the nodes done in the threads), then the leaves left over, in key order */
-    int changed = 0;
-    rc = 0;
-    t->n_keys += th[0].dkeys + th[1].dkeys;
+}
+
+/* The serial pass after the threads: the key count, the stale marks above the level-1 nodes
+   (above their parents' for the nodes done in the threads), then the leaves left over, in key
+   order, one row per key (its count changes, which are its weight changes: the tree is plain).
+   Returns 0, or -1 with an exception set (the tree then marked broken when the threads changed
+   it; apply_runs marks its own partial failures). */
+static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t dkeys) {
+    int H = t->height, changed = 0, rc = 0;
+    t->n_keys += dkeys;
     Py_ssize_t left = 0;
-    for (int c = 0; c < ROW_CHUNKS; c++) {
-        const Chunk *ch = &w.chunk[c];
+    for (int c = 0; c < w->nchunks; c++) {
+        const Chunk *ch = &w->chunk[c];
         deferred_runs += ch->ndefer;
         for (Py_ssize_t g = 0; g < ch->nnodes; g++) {
-            const NodeRec *nr = &w.nodes[ch->q0 + g];
+            const NodeRec *nr = &w->nodes[ch->q0 + g];
             if (!nr->changed) continue;
             changed = 1;
             for (int l = 0; l < H - 1; l++) { t->pnode[l] = nr->path[2 * l]; t->pidx[l] = nr->path[2 * l + 1]; }
             mark_from(t, nr->done ? H - 3 : H - 2);
         }
-        for (Py_ssize_t g = 0; g < ch->ndefer; g++) left += w.defer[2 * (ch->q0 + g) + 1] - w.defer[2 * (ch->q0 + g)];
+        for (Py_ssize_t g = 0; g < ch->ndefer; g++) left += w->defer[2 * (ch->q0 + g) + 1] - w->defer[2 * (ch->q0 + g)];
     }
     if (changed) t->version++;
     if (left) {
-        /* one row per key: its count changes, which are its weight changes (plain) */
         double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
         if (!buf) { PyErr_NoMemory(); rc = -1; }
         else {
             double *k = buf, *a1 = buf + left, *a0 = buf + 2 * left, *c1 = buf + 3 * left, *c0 = buf + 4 * left;
             Py_ssize_t o = 0;
-            for (int c = 0; c < ROW_CHUNKS; c++) {
-                const Chunk *ch = &w.chunk[c];
+            for (int c = 0; c < w->nchunks; c++) {
+                const Chunk *ch = &w->chunk[c];
                 for (Py_ssize_t g = 0; g < ch->ndefer; g++)
-                    for (Py_ssize_t r = w.defer[2 * (ch->q0 + g)]; r < w.defer[2 * (ch->q0 + g) + 1]; r++, o++) {
-                        k[o] = key[r];
+                    for (Py_ssize_t r = w->defer[2 * (ch->q0 + g)]; r < w->defer[2 * (ch->q0 + g) + 1]; r++, o++) {
+                        k[o] = R->key[r];
                         a1[o] = c1[o] = (double)R->d1[r];
                         a0[o] = c0[o] = (double)R->d0[r];
                     }
@@ -384,10 +399,7 @@ static int apply_rows_two(CTree *t, const RowList *R) {
             PyMem_Free(buf);
         }
     }
-    if (rc < 0 && changed) t->broken = 1; /* (apply_runs marks its own partial failures) */
-out:
-    if (done) PyThread_free_lock(done);
-    PyMem_Free(w.ent); PyMem_Free(w.nodes); PyMem_Free(w.defer); PyMem_Free(w.chunk);
+    if (rc < 0 && changed) t->broken = 1;
     return rc;
 }
 
@@ -395,17 +407,86 @@ out:
    [q0, q1) (w NULL: every weight 1) and the removal of the e_old oldest ring records; the ring
    itself is the caller's. Taken when the tree is plain, every weight of the batch is 1, two threads
    are allowed, the tree has two inner levels or more and the batch is large for a thread but
-   small next to the tree (apply_sorted_impl would rebuild it). Returns 1 when applied, 0 when
-   not taken (nothing changed), -1 with an exception set. */
+   small next to the tree (apply_sorted_impl would rebuild it). The second thread starts first:
+   it sorts the expiring events while this one sorts the added ones; this one merges them into
+   rows and makes the chunks, then both take chunks (row_worker), then the serial pass. All the
+   memory is had before the second thread starts. Returns 1 when applied, 0 when not taken
+   (nothing changed), -1 with an exception set. */
 int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
                       Py_ssize_t e_old) {
-    Py_ssize_t m = (q1 - q0) + e_old;
+    Py_ssize_t ma = q1 - q0, m = ma + e_old;
     if (!t->plain || batch_threads < 2 || t->height < 2 || m < 4096 || m * rebuild_ratio > t->n_keys) return 0;
     for (Py_ssize_t q = q0; w && q < q1; q++)
         if (w[q] != 1.0) return 0;
-    RowList R;
-    if (count_rows(t, s, y, q0, q1, e_old, &R) < 0) return -1;
-    int rc = R.n ? apply_rows_two(t, &R) : 0;
-    PyMem_Free(R.key);
-    return rc < 0 ? -1 : 1;
+    if (reserve(t, t->height + 3) < 0) return -1;
+    RowWork W = {0};
+    W.t = t; W.e_old = e_old;
+    RowList R = {0};
+    uint64_t *vals = PyMem_Malloc((size_t)m * 2 * sizeof(uint64_t)); /* values and scratch: added, then expiring */
+    uint8_t *tags = PyMem_Malloc((size_t)m * 2);
+    uint32_t (*all)[2048] = PyMem_Malloc(12 * sizeof *all); /* two sorts' digit histograms */
+    R.key = PyMem_Malloc((size_t)m * sizeof(double));
+    R.d1 = PyMem_Malloc((size_t)m * 2 * sizeof(int64_t));
+    W.ent = PyMem_Malloc((size_t)m * sizeof(RowLeaf));
+    W.nodes = PyMem_Malloc((size_t)m * sizeof(NodeRec));
+    W.defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
+    W.chunk = PyMem_Malloc(ROW_CHUNKS * sizeof(Chunk));
+    PyThread_type_lock done = PyThread_allocate_lock(), go = PyThread_allocate_lock();
+    PyThread_type_lock exp = PyThread_allocate_lock();
+    int rc = -1;
+    if (!vals || !tags || !all || !R.key || !R.d1 || !W.ent || !W.nodes || !W.defer || !W.chunk || !done || !go ||
+        !exp) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    R.d0 = R.d1 + m;
+    uint64_t *va = vals, *vtmp = vals + m;
+    uint8_t *ga = tags, *gtmp = tags + m;
+    W.ev = vals + ma; W.etmp = vals + m + ma; W.eg = tags + ma; W.egtmp = tags + m + ma; W.eall = all + 6;
+    W.go_lock = go; W.exp_lock = exp;
+    RowThread th[2];
+    for (int j = 0; j < 2; j++) { th[j].w = &W; th[j].dkeys = th[j].multi = 0; th[j].done = NULL; th[j].finished = 0; }
+    th[1].done = done;
+    PyThread_acquire_lock(done, WAIT_LOCK);
+    PyThread_acquire_lock(go, WAIT_LOCK);
+    PyThread_acquire_lock(exp, WAIT_LOCK); /* (released by the second thread once it has sorted) */
+    int two = PyThread_start_new_thread(row_second, &th[1]) != PYTHREAD_INVALID_THREAD_ID;
+    if (!two) { /* no thread: this one does it all */
+        th[1].done = NULL;
+        PyThread_release_lock(done);
+    }
+    sort_added(s, y, q0, q1, &va, &ga, vtmp, gtmp, all);
+    if (!__atomic_exchange_n(&W.exp_claim, 1, __ATOMIC_ACQ_REL)) { /* (the second thread has not started) */
+        PyThread_release_lock(exp);
+        W.ne = sort_expired(t, e_old, &W.ev, &W.eg, W.etmp, W.egtmp, W.eall);
+    } else {
+        wait_for(&W.exp_ready, exp);
+    }
+    merge_rows(va, ga, ma, W.ev, W.eg, W.ne, s, q0, q1, &R);
+    W.key = R.key; W.d1 = R.d1; W.d0 = R.d0;
+    make_chunks(t, R.key, R.n, W.chunk);
+    W.nchunks = ROW_CHUNKS;
+    PyThread_release_lock(go); /* (the second thread frees nothing: the lock can go first here too) */
+    __atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
+    row_worker(&th[0]);
+    if (two) {
+        for (int spin = 0; spin < 4000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        PyThread_acquire_lock(done, WAIT_LOCK); /* the second thread is done */
+        PyThread_release_lock(done);
+    }
+    row_batches++;
+    two_thread_batches++; /* (the two-thread batches' counters count these too) */
+    multi_key_leaves += th[0].multi + th[1].multi;
+    rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys) < 0 ? -1 : 1;
+out:
+    if (done) PyThread_free_lock(done);
+    if (go) PyThread_free_lock(go);
+    if (exp) PyThread_free_lock(exp);
+    PyMem_Free(vals); PyMem_Free(tags); PyMem_Free(all); PyMem_Free(R.key); PyMem_Free(R.d1);
+    PyMem_Free(W.ent); PyMem_Free(W.nodes); PyMem_Free(W.defer); PyMem_Free(W.chunk);
+    return rc;
 }
