@@ -164,3 +164,82 @@ def test_small_or_weighted_batches_keep_their_paths():
     st_.update_many(rng.random(2_000), rng.random(2_000) < 0.2)  # 4,000 changes
     st_.update_many(rng.random(5_000), rng.random(5_000) < 0.2, np.full(5_000, 2.0))  # weights
     assert row_batches() == before
+
+
+@pytest.mark.parametrize("made_plain", ["rebuild", "pickle"])
+@pytest.mark.parametrize("scores_kind", ["spread", "repeated"])
+def test_a_plain_tree_whose_ring_holds_other_weights(made_plain, scores_kind):
+    """Found in review: a tree is plain again after a rebuild whose per-score sums equal the
+    counts (weights 0.5 and 1.5 at one score), while its ring still holds those events with
+    their own weights. A batch that expires the 0.5 event must remove 0.5, not 1: the count
+    changes path (and the per-score path, for repeated scores) now check the expiring records'
+    weights, not only the tree's plainness."""
+    import pickle
+
+    rng = np.random.default_rng(0)
+    w_size = 40_000
+    base_s = rng.random(w_size) + 1.0
+    base_y, base_w = rng.random(w_size) < 0.3, np.ones(w_size)
+    base_s[5_000], base_y[5_000], base_w[5_000] = 0.5, True, 0.5  # expires in the last batch
+    base_s[-1], base_y[-1], base_w[-1] = 0.5, True, 1.5  # stays held
+    b1 = (rng.random(4_000) + 3.0, rng.random(4_000) < 0.3)  # 8,000 changes > w_size / 6: rebuilt, plain
+    s2 = rng.random(3_000) + 4.0
+    if scores_kind == "repeated":
+        s2 = 4.0 + rng.integers(0, 200, 3_000) / 200
+    b2 = (s2, rng.random(3_000) < 0.3)
+    out = []
+    for backend, n_threads in (("c", 2), ("c", 1), ("python", 1)):
+        st_ = StreamingThors(fn_cost=1, fp_cost=1, window=w_size, backend=backend)
+        st_.update_many(base_s, base_y, base_w)
+        with threads(n_threads):
+            if made_plain == "rebuild":
+                st_.update_many(*b1)
+            else:
+                st_ = pickle.loads(pickle.dumps(st_))
+                st_.update_many(b1[0][:2_100], b1[1][:2_100])
+            st_.update_many(*b2)
+        held = dict(zip(*[a.tolist() for a in st_.held()[:2]]))
+        assert held[0.5] == 1.5
+        out.append((exact_state(st_, zero_sign=False)[1:], [a.tobytes() for a in st_.held()]))
+    assert out[0] == out[1] == out[2]
+
+
+def test_a_memory_error_before_the_threads_changes_nothing():
+    """Found in review: the rows left to the serial pass were gathered in memory asked for
+    after the threads had changed the tree, so a MemoryError there broke the summary. Every
+    allocation of the path now comes before any change: failing each in turn (one leaf
+    overflows, so the serial pass has rows, and needs no new memory) leaves the summary as it
+    was and usable, or the batch goes through. (The core is called directly: numpy's own
+    reductions in the validation may fail without an exception when memory runs out.)"""
+    _testcapi = pytest.importorskip("_testcapi")
+    if not hasattr(_testcapi, "set_nomemory"):
+        pytest.skip("no _testcapi.set_nomemory")
+    w_size = 60_000
+    rng = np.random.default_rng(1)
+    base = (rng.random(w_size), rng.random(w_size) < 0.3)
+    keys = np.sort(base[0])
+    lo, hi = keys[30_000], keys[30_001]
+    batch = rng.random(2_100)
+    batch[:12] = lo + (hi - lo) * (np.arange(1, 13) / 13)  # 12 new keys in one leaf of 24: it overflows
+    y8 = np.ascontiguousarray(rng.random(2_100) < 0.3).view(np.uint8)
+    outcomes = []
+    for k in range(1, 45):
+        st_ = StreamingThors(fn_cost=4, fp_cost=1, window=w_size)
+        st_.update_many(*base)
+        st_.get()
+        before = exact_state(st_)
+        rows_before = row_batches()
+        _testcapi.set_nomemory(k - 1, k)
+        try:
+            st_._tree.window_push_many(batch, y8, None, w_size)
+            result = "done"
+        except MemoryError:
+            result = "MemoryError"
+        finally:
+            _testcapi.remove_mem_hooks()
+        if result == "MemoryError":
+            assert exact_state(st_) == before  # unchanged, and usable
+        else:
+            assert row_batches() == rows_before + 1
+        outcomes.append(result)
+    assert "MemoryError" in outcomes and outcomes[-1] == "done"

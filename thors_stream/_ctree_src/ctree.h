@@ -93,10 +93,13 @@ typedef struct {
 } Leaf;
 
 /* The class weights (hi parts) of leaf i's slots, in an arena parallel to the leaves
-   (same index). Absent while the tree is "plain": every event ever applied weighed
-   exactly 1, so each slot's weights are its counts (integers, lo parts zero) and need no
-   bytes of their own; a leaf is then 528 bytes instead of 1040 (with its weights), and a
-   scattered update touches 9 cache lines instead of 17. */
+   (same index). Absent while the tree is "plain": each slot's weights are its counts
+   (integers, lo parts zero) and need no bytes of their own; a leaf is then 528 bytes instead
+   of 1040 (with its weights), and a scattered update touches 9 cache lines instead of 17.
+   Plain says nothing of single events: a tree is plain while every event applied weighed 1,
+   and again after a rebuild whose per-score sums equal the counts (weights 0.5 and 1.5 at one
+   score, say), while the ring still holds those events with their own weights (see
+   ring_unit_weights). */
 typedef struct {
     double w1[LCAP], w0[LCAP];
 } WeightBlock;
@@ -555,6 +558,20 @@ static inline void leaf_lo_set(CTree *t, Leaf *L, int32_t i, double l1, double l
 static inline double tree_threshold(CTree *t) {
     clean(t);
     return t->top.minp < 0.0 ? t->top.argk : -INFINITY;
+}
+
+/* Whether the e_old oldest ring records (cancelled ones skipped) all weigh 1: what a path that
+   removes them as counts needs besides a plain tree (see WeightBlock). */
+static inline int ring_unit_weights(const CTree *t, Py_ssize_t e_old) {
+    Py_ssize_t j = t->qhead, left = e_old;
+    while (left > 0) {
+        Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
+        for (Py_ssize_t u = j; u < j + run; u++)
+            if (t->qw[u] != 1.0 && t->qy[u] != CANCELLED) return 0;
+        left -= run;
+        j = 0;
+    }
+    return 1;
 }
 
 /* Sortable bits of a double (ascending as the double; -0.0 as +0.0). */

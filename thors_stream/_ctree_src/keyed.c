@@ -175,9 +175,10 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
         }
     }
     Py_ssize_t j = t->qhead, left = e_old; /* the ring's oldest e_old records: up to two runs */
+    int unit = t->plain && ring_unit_weights(t, e_old); /* (a plain tree may hold events of other weights) */
     while (left > 0) {
         Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
-        if (t->plain) { /* every weight held is 1 */
+        if (unit) { /* every expiring record weighs 1 */
             for (Py_ssize_t u = j; u < j + run; u++) {
                 uint8_t yy = t->qy[u];
                 if (yy == CANCELLED) continue;
@@ -201,8 +202,9 @@ static int kt_count(KeyTable *T, CTree *t, const double *s, const uint8_t *y, co
     return 0;
 }
 
-/* The common case of a window over few scores: a plain tree (every weight 1), a batch of unit
-   weights, and every key of the batch held before and after it. Each key's counts are then
+/* The common case of a window over few scores: a plain tree (weights equal to counts), a batch
+   of unit weights leaving unit-weight records (no weights summed in T), and every key of the
+   batch held before and after it. Each key's counts are then
    changed in place, in one walk over the leaves in key order (after one that checks), and
    only the changed leaves and their ancestors are marked stale: no rows, no rebuild (paired
    A/Bs, 1,001 scores in a window of 10**6: 0.86 of the time of the rows path). order: T's rows

@@ -4,8 +4,10 @@
 /*
  * The steady state of a sliding count window over scores that rarely repeat: each batch adds m
  * events and expires about as many, at keys spread over a tree far larger than the batch. When
- * the tree is plain (every weight held is 1) and so is every weight of the batch, an event's whole
- * change is a count, so the batch is a list of count changes by key:
+ * the tree is plain (every score's weights are its counts), every event of the batch weighs 1
+ * and so does every ring record that expires (a plain tree may hold events of other weights: see
+ * WeightBlock), an event's whole change is a count, so the batch is a list of count changes by
+ * key:
  *
  *   1. the sortable bits of the added events and of the expiring ones, each with a tag (its
  *      class; added or expiring), sorted (radix_tagged): the expiring ones by a second thread,
@@ -360,10 +362,11 @@ static void make_chunks(const CTree *t, const double *key, Py_ssize_t m, Chunk *
 
 /* The serial pass after the threads: the key count, the stale marks above the level-1 nodes
    (above their parents' for the nodes done in the threads), then the leaves left over, in key
-   order, one row per key (its count changes, which are its weight changes: the tree is plain).
-   Returns 0, or -1 with an exception set (the tree then marked broken when the threads changed
-   it; apply_runs marks its own partial failures). */
-static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t dkeys) {
+   order, one row per key (its count changes, which are its weight changes: the tree is plain),
+   gathered in buf (room for 5m doubles, had before the threads changed anything). Returns 0,
+   or -1 with an exception set (the tree then marked broken when the threads changed it;
+   apply_runs marks its own partial failures). */
+static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t dkeys, double *buf) {
     int H = t->height, changed = 0, rc = 0;
     t->n_keys += dkeys;
     Py_ssize_t left = 0;
@@ -381,23 +384,18 @@ static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t 
     }
     if (changed) t->version++;
     if (left) {
-        double *buf = PyMem_Malloc((size_t)left * 5 * sizeof(double));
-        if (!buf) { PyErr_NoMemory(); rc = -1; }
-        else {
-            double *k = buf, *a1 = buf + left, *a0 = buf + 2 * left, *c1 = buf + 3 * left, *c0 = buf + 4 * left;
-            Py_ssize_t o = 0;
-            for (int c = 0; c < w->nchunks; c++) {
-                const Chunk *ch = &w->chunk[c];
-                for (Py_ssize_t g = 0; g < ch->ndefer; g++)
-                    for (Py_ssize_t r = w->defer[2 * (ch->q0 + g)]; r < w->defer[2 * (ch->q0 + g) + 1]; r++, o++) {
-                        k[o] = R->key[r];
-                        a1[o] = c1[o] = (double)R->d1[r];
-                        a0[o] = c0[o] = (double)R->d0[r];
-                    }
-            }
-            rc = apply_runs(t, k, a1, a0, c1, c0, left);
-            PyMem_Free(buf);
+        double *k = buf, *a1 = buf + left, *a0 = buf + 2 * left, *c1 = buf + 3 * left, *c0 = buf + 4 * left;
+        Py_ssize_t o = 0;
+        for (int c = 0; c < w->nchunks; c++) {
+            const Chunk *ch = &w->chunk[c];
+            for (Py_ssize_t g = 0; g < ch->ndefer; g++)
+                for (Py_ssize_t r = w->defer[2 * (ch->q0 + g)]; r < w->defer[2 * (ch->q0 + g) + 1]; r++, o++) {
+                    k[o] = R->key[r];
+                    a1[o] = c1[o] = (double)R->d1[r];
+                    a0[o] = c0[o] = (double)R->d0[r];
+                }
         }
+        rc = apply_runs(t, k, a1, a0, c1, c0, left);
     }
     if (rc < 0 && changed) t->broken = 1;
     return rc;
@@ -405,7 +403,8 @@ static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t 
 
 /* A count window's batch by count changes (see the top of this file): the added events s, y
    [q0, q1) (w NULL: every weight 1) and the removal of the e_old oldest ring records; the ring
-   itself is the caller's. Taken when the tree is plain, every weight of the batch is 1, two threads
+   itself is the caller's. Taken when the tree is plain, every weight of the batch and of the
+   expiring records is 1, two threads
    are allowed, the tree has two inner levels or more and the batch is large for a thread but
    small next to the tree (apply_sorted_impl would rebuild it). The second thread starts first:
    it sorts the expiring events while this one sorts the added ones; this one merges them into
@@ -418,6 +417,7 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     if (!t->plain || batch_threads < 2 || t->height < 2 || m < 4096 || m * rebuild_ratio > t->n_keys) return 0;
     for (Py_ssize_t q = q0; w && q < q1; q++)
         if (w[q] != 1.0) return 0;
+    if (!ring_unit_weights(t, e_old)) return 0; /* (a plain tree may hold events of other weights) */
     if (reserve(t, t->height + 3) < 0) return -1;
     RowWork W = {0};
     W.t = t; W.e_old = e_old;
@@ -431,11 +431,12 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     W.nodes = PyMem_Malloc((size_t)m * sizeof(NodeRec));
     W.defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
     W.chunk = PyMem_Malloc(ROW_CHUNKS * sizeof(Chunk));
+    double *left_rows = PyMem_Malloc((size_t)m * 5 * sizeof(double)); /* the serial pass's rows */
     PyThread_type_lock done = PyThread_allocate_lock(), go = PyThread_allocate_lock();
     PyThread_type_lock exp = PyThread_allocate_lock();
     int rc = -1;
-    if (!vals || !tags || !all || !R.key || !R.d1 || !W.ent || !W.nodes || !W.defer || !W.chunk || !done || !go ||
-        !exp) {
+    if (!vals || !tags || !all || !R.key || !R.d1 || !W.ent || !W.nodes || !W.defer || !W.chunk || !left_rows ||
+        !done || !go || !exp) {
         PyErr_NoMemory();
         goto out;
     }
@@ -481,12 +482,12 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     row_batches++;
     two_thread_batches++; /* (the two-thread batches' counters count these too) */
     multi_key_leaves += th[0].multi + th[1].multi;
-    rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys) < 0 ? -1 : 1;
+    rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys, left_rows) < 0 ? -1 : 1;
 out:
     if (done) PyThread_free_lock(done);
     if (go) PyThread_free_lock(go);
     if (exp) PyThread_free_lock(exp);
     PyMem_Free(vals); PyMem_Free(tags); PyMem_Free(all); PyMem_Free(R.key); PyMem_Free(R.d1);
-    PyMem_Free(W.ent); PyMem_Free(W.nodes); PyMem_Free(W.defer); PyMem_Free(W.chunk);
+    PyMem_Free(W.ent); PyMem_Free(W.nodes); PyMem_Free(W.defer); PyMem_Free(W.chunk); PyMem_Free(left_rows);
     return rc;
 }
