@@ -1,4 +1,4 @@
-/* wbatch.c: a count window's large batch on a plain tree, as count changes by key (tagged radix sorts) applied by two threads. */
+/* wbatch.c: a count window's large batch on a plain tree, as count changes by key (one tagged radix sort) applied by two threads. */
 #include "ctree.h"
 
 /*
@@ -10,10 +10,9 @@
  * key:
  *
  *   1. the sortable bits of the added events and of the expiring ones, each with a tag (its
- *      class; added or expiring), sorted (radix_tagged): the expiring ones by a second thread,
- *      started first, while the calling thread sorts the added ones;
- *   2. one merge of the two: per distinct key, the change of each class count (a key whose
- *      events cancel out is dropped: its counts end as they were);
+ *      class; added or expiring), sorted together (radix_tagged);
+ *   2. one pass over the runs of equal bits: per distinct key, the change of each class count
+ *      (a key whose events cancel out is dropped: its counts end as they were);
  *   3. the two threads over ROW_CHUNKS chunks of the keys, each chunk the keys of whole inner
  *      nodes of level 1 (so the threads never share one), a thread taking the next chunk as soon
  *      as it is free: per chunk, a pass over its inner nodes maps the keys to their leaves (one
@@ -35,6 +34,14 @@
 
 long long row_batches; /* tests: batches applied here (_path_counters) */
 
+/* The next n bytes of the scratch at *at, aligned to 64 (a batch's scratch is one block, some
+   160 bytes a change). */
+static void *carve(char **at, size_t n) {
+    char *p = *at;
+    *at += (n + 63) & ~(size_t)63;
+    return p;
+}
+
 /* The batch's count changes by key, ascending: key, change of the positives' count, of the
    negatives'. */
 typedef struct {
@@ -50,52 +57,36 @@ static double first_zero(const double *s, Py_ssize_t q0, Py_ssize_t q1) {
     return 0.0;
 }
 
-/* The sortable bits of the added events s, y [q0, q1), each with its tag (bit 0: positive),
-   sorted. all: scratch for radix_tagged (no allocation: a second thread may run this). */
-static void sort_added(const double *s, const uint8_t *y, Py_ssize_t q0, Py_ssize_t q1, uint64_t **v, uint8_t **g,
-                       uint64_t *tmp, uint8_t *gtmp, uint32_t (*all)[2048]) {
-    uint64_t *vs = *v;
-    uint8_t *gs = *g;
+/* R from the added events s, y [q0, q1) and the e_old oldest ring records (cancelled ones
+   skipped): their sortable bits, each with a tag (bit 0: positive; bit 1: expiring), sorted
+   together (radix_tagged; v and g: room for their m values and tags, tmp and gtmp as much
+   scratch, all the digit histograms), then per run of equal bits the change of each class count
+   (+1 or -1 a tagged value, no branch on the tag); a key whose changes cancel out is dropped. A
+   zero key is the first zero among the added events (see first_zero). */
+static void count_rows(const CTree *t, const double *s, const uint8_t *y, Py_ssize_t q0, Py_ssize_t q1,
+                       Py_ssize_t e_old, uint64_t *v, uint8_t *g, uint64_t *tmp, uint8_t *gtmp,
+                       uint32_t (*all)[2048], RowList *R) {
     Py_ssize_t c = 0;
-    for (Py_ssize_t q = q0; q < q1; q++, c++) { vs[c] = sort_bits(s[q]); gs[c] = y[q] != 0; }
-    radix_tagged(v, g, tmp, gtmp, c, all);
-}
-
-/* The same for the e_old oldest ring records (cancelled ones skipped; tag bit 1: expiring):
-   returns how many. */
-static Py_ssize_t sort_expired(const CTree *t, Py_ssize_t e_old, uint64_t **v, uint8_t **g, uint64_t *tmp,
-                               uint8_t *gtmp, uint32_t (*all)[2048]) {
-    uint64_t *vs = *v;
-    uint8_t *gs = *g;
-    Py_ssize_t c = 0, j = t->qhead, left = e_old; /* up to two runs of the ring */
+    for (Py_ssize_t q = q0; q < q1; q++, c++) { v[c] = sort_bits(s[q]); g[c] = y[q] != 0; }
+    Py_ssize_t j = t->qhead, left = e_old; /* up to two runs of the ring */
     while (left > 0) {
         Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;
         for (Py_ssize_t u = j; u < j + run; u++) {
             uint8_t yy = t->qy[u];
             if (yy == CANCELLED) continue;
-            vs[c] = sort_bits(t->qs[u]); gs[c] = 2 | (yy != 0); c++;
+            v[c] = sort_bits(t->qs[u]); g[c] = 2 | (yy != 0); c++;
         }
         left -= run;
         j = 0;
     }
-    radix_tagged(v, g, tmp, gtmp, c, all);
-    return c;
-}
-
-/* R from the two sorted lists: per distinct value, the change of each class count (+1 or -1 a
-   tagged value, no branch on the tag); a value whose changes cancel out is dropped. A zero key
-   is the first zero among the added events s[q0, q1) (see first_zero). */
-static void merge_rows(const uint64_t *va, const uint8_t *ga, Py_ssize_t na, const uint64_t *ve,
-                       const uint8_t *ge, Py_ssize_t ne, const double *s, Py_ssize_t q0, Py_ssize_t q1,
-                       RowList *R) {
+    radix_tagged(&v, &g, tmp, gtmp, c, all);
     static const int8_t add1[4] = {0, 1, 0, -1}, add0[4] = {1, 0, -1, 0};
     uint64_t zero = sort_bits(0.0);
-    Py_ssize_t i = 0, j = 0, n = 0;
-    while (i < na || j < ne) {
-        uint64_t b = i < na && (j >= ne || va[i] <= ve[j]) ? va[i] : ve[j];
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < c;) {
+        uint64_t b = v[i];
         int64_t d1 = 0, d0 = 0;
-        for (; i < na && va[i] == b; i++) { d1 += add1[ga[i]]; d0 += add0[ga[i]]; }
-        for (; j < ne && ve[j] == b; j++) { d1 += add1[ge[j]]; d0 += add0[ge[j]]; }
+        for (; i < c && v[i] == b; i++) { d1 += add1[g[i]]; d0 += add0[g[i]]; }
         if (!d1 && !d0) continue; /* its events cancel out */
         R->key[n] = b == zero ? first_zero(s, q0, q1) : unsort_bits(b);
         R->d1[n] = d1; R->d0[n] = d0;
@@ -113,10 +104,10 @@ typedef struct {
     Py_ssize_t r0;
 } RowLeaf;
 
-/* A level-1 node met by a half: the path to it (node, child taken, per depth 0 .. H - 1:
-   the last pair is the level-1 node and its first leaf's slot), and what became of it. */
+/* A level-1 node met by a chunk: what became of it. (The path to it is kept apart, in RowWork's
+   paths: node and child taken per depth 0 .. H - 1, the last pair the level-1 node and its first
+   leaf's slot.) */
 typedef struct {
-    int32_t path[2 * MAXH];
     int8_t changed;  /* some leaf of it changed in place */
     int8_t deferred; /* some leaf of it left to the serial pass */
     int8_t done;     /* its aggregate recomputed, in its parent's entry (which is not stale) */
@@ -139,20 +130,11 @@ typedef struct {
     const int64_t *d1, *d0;
     RowLeaf *ent;
     NodeRec *nodes;
+    int32_t *paths; /* 2 * height per entry of nodes */
     Py_ssize_t *defer;
     Chunk *chunk;
     int nchunks;
     int next; /* (taken with an atomic add) */
-    /* the expiring events, sorted by the second thread while the first sorts the added ones */
-    Py_ssize_t e_old, ne;
-    uint64_t *ev, *etmp;
-    uint8_t *eg, *egtmp;
-    uint32_t (*eall)[2048];
-    int exp_claim;               /* set by the thread that sorts them (the second, unless it is late) */
-    int exp_ready;               /* set once ev, eg, ne hold them (then exp_lock is released) */
-    PyThread_type_lock exp_lock; /* held by the second thread until then */
-    int go;                      /* set once the chunks are ready (then go_lock is released) */
-    PyThread_type_lock go_lock;  /* held by the first thread until then */
 } RowWork;
 
 typedef struct {
@@ -206,12 +188,14 @@ static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *m
     const int64_t *d1 = w->d1, *d0 = w->d0;
     RowLeaf *ent = w->ent + c->q0;
     NodeRec *nodes = w->nodes + c->q0;
+    int32_t *paths = w->paths + 2 * t->height * c->q0;
     Py_ssize_t *defer = w->defer + 2 * c->q0, q1 = c->q1;
     int H = t->height; /* >= 2 */
     Py_ssize_t ne = 0, nn = 0, nd = 0, dkeys = 0, multi = 0;
     /* 1. the leaves: per level-1 node, one descent, then its separators merged with the keys */
     for (Py_ssize_t q = c->q0; q < q1;) {
         NodeRec *nr = &nodes[nn];
+        int32_t *path = paths + 2 * H * nn;
         nr->changed = nr->deferred = nr->done = 0;
         int32_t node = t->root, i = 0;
         double hi1 = INFINITY; /* the level-1 node's upper bound */
@@ -220,7 +204,7 @@ static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *m
             N = &t->inners[node];
             i = child_index(N, key[q]);
             if (l < H - 1 && i + 1 < N->n) hi1 = N->sep[i + 1];
-            nr->path[2 * l] = node; nr->path[2 * l + 1] = i;
+            path[2 * l] = node; path[2 * l + 1] = i;
             node = N->child[i];
         }
         while (q < q1 && key[q] < hi1) {
@@ -260,15 +244,16 @@ static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *m
         if (jb < 0) continue;
         const RowLeaf *e = &ent[jb];
         NodeRec *nr = &nodes[e->node];
-        Inner *P = &t->inners[nr->path[2 * (H - 1)]];
+        const int32_t *path = paths + 2 * H * e->node;
+        Inner *P = &t->inners[path[2 * (H - 1)]];
         if (ok[jb % (LAG + 1)]) {
             leaf_agg(t, &t->leaves[e->leaf], &P->agg[e->idx1]);
             P->mask &= ~BIT(e->idx1);
         }
         if (jb + 1 == ne || ent[jb + 1].node != e->node) { /* the node's last leaf */
             if (nr->changed && !nr->deferred && !(P->mask & bits_below(P->n))) {
-                Inner *P2 = &t->inners[nr->path[2 * (H - 2)]];
-                int32_t i2 = nr->path[2 * (H - 2) + 1];
+                Inner *P2 = &t->inners[path[2 * (H - 2)]];
+                int32_t i2 = path[2 * (H - 2) + 1];
                 inner_agg(P, &P2->agg[i2], 1);
                 /* (the other half may clear another bit of this node's mask meanwhile) */
                 __atomic_fetch_and(&P2->mask, ~BIT(i2), __ATOMIC_RELAXED);
@@ -278,39 +263,6 @@ static void row_chunk(RowWork *w, Chunk *c, Py_ssize_t *dkeys_out, Py_ssize_t *m
     }
     c->nnodes = nn; c->ndefer = nd;
     *dkeys_out += dkeys; *multi_out += multi;
-}
-
-static void row_worker(void *arg);
-
-/* Wait until *flag is set: spinning a little (the other thread is about to set it), then
-   sleeping on lock, which the other thread holds until just before it sets the flag (what the
-   flag announces is written before the lock is released; a spin that went on
-   would take the core that thread needs when the machine is busy). */
-static void wait_for(int *flag, PyThread_type_lock lock) {
-    for (int spin = 0; spin < 4000; spin++) { /* (about 100 us) */
-        if (__atomic_load_n(flag, __ATOMIC_ACQUIRE)) return;
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    PyThread_acquire_lock(lock, WAIT_LOCK);
-    PyThread_release_lock(lock);
-}
-
-/* The second thread: the expiring events sorted (unless the first thread, done with the added
-   ones before this one started, has taken them), then (once the first thread has made the
-   chunks) chunks as row_worker. */
-static void row_second(void *arg) {
-    RowThread *rt = arg;
-    RowWork *w = rt->w;
-    if (!__atomic_exchange_n(&w->exp_claim, 1, __ATOMIC_ACQ_REL)) {
-        w->ne = sort_expired(w->t, w->e_old, &w->ev, &w->eg, w->etmp, w->egtmp, w->eall);
-        /* the lock first: once the flag is set, the first thread may go on and free the lock */
-        PyThread_release_lock(w->exp_lock);
-        __atomic_store_n(&w->exp_ready, 1, __ATOMIC_RELEASE);
-    }
-    wait_for(&w->go, w->go_lock);
-    row_worker(rt);
 }
 
 /* A thread's work: the next chunk not taken, until none is left. */
@@ -375,9 +327,10 @@ static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t 
         deferred_runs += ch->ndefer;
         for (Py_ssize_t g = 0; g < ch->nnodes; g++) {
             const NodeRec *nr = &w->nodes[ch->q0 + g];
+            const int32_t *path = w->paths + 2 * H * (ch->q0 + g);
             if (!nr->changed) continue;
             changed = 1;
-            for (int l = 0; l < H - 1; l++) { t->pnode[l] = nr->path[2 * l]; t->pidx[l] = nr->path[2 * l + 1]; }
+            for (int l = 0; l < H - 1; l++) { t->pnode[l] = path[2 * l]; t->pidx[l] = path[2 * l + 1]; }
             mark_from(t, nr->done ? H - 3 : H - 2);
         }
         for (Py_ssize_t g = 0; g < ch->ndefer; g++) left += w->defer[2 * (ch->q0 + g) + 1] - w->defer[2 * (ch->q0 + g)];
@@ -404,12 +357,11 @@ static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t 
 /* A count window's batch by count changes (see the top of this file): the added events s, y
    [q0, q1) (w NULL: every weight 1) and the removal of the e_old oldest ring records; the ring
    itself is the caller's. Taken when the tree is plain, every weight of the batch and of the
-   expiring records is 1, two threads
-   are allowed, the tree has two inner levels or more and the batch is large for a thread but
-   small next to the tree (apply_sorted_impl would rebuild it). The second thread starts first:
-   it sorts the expiring events while this one sorts the added ones; this one merges them into
-   rows and makes the chunks, then both take chunks (row_worker), then the serial pass. All the
-   memory is had before the second thread starts. Returns 1 when applied, 0 when not taken
+   expiring records is 1, two threads are allowed, the tree has two inner levels or more and the
+   batch is large for a thread but small next to the tree (apply_sorted_impl would rebuild it).
+   The calling thread sorts the added and the expiring events and merges them into rows, makes
+   the chunks, starts the second thread, and both take chunks (row_worker); then the serial
+   pass. All the memory is had before anything changes. Returns 1 when applied, 0 when not taken
    (nothing changed), -1 with an exception set. */
 int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
                       Py_ssize_t e_old) {
@@ -420,58 +372,49 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     if (!ring_unit_weights(t, e_old)) return 0; /* (a plain tree may hold events of other weights) */
     if (reserve(t, t->height + 3) < 0) return -1;
     RowWork W = {0};
-    W.t = t; W.e_old = e_old;
+    W.t = t;
     RowList R = {0};
-    uint64_t *vals = PyMem_Malloc((size_t)m * 2 * sizeof(uint64_t)); /* values and scratch: added, then expiring */
-    uint8_t *tags = PyMem_Malloc((size_t)m * 2);
-    uint32_t (*all)[2048] = PyMem_Malloc(12 * sizeof *all); /* two sorts' digit histograms */
-    R.key = PyMem_Malloc((size_t)m * sizeof(double));
-    R.d1 = PyMem_Malloc((size_t)m * 2 * sizeof(int64_t));
-    W.ent = PyMem_Malloc((size_t)m * sizeof(RowLeaf));
-    W.nodes = PyMem_Malloc((size_t)m * sizeof(NodeRec));
-    W.defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
-    W.chunk = PyMem_Malloc(ROW_CHUNKS * sizeof(Chunk));
-    double *left_rows = PyMem_Malloc((size_t)m * 5 * sizeof(double)); /* the serial pass's rows */
-    PyThread_type_lock done = PyThread_allocate_lock(), go = PyThread_allocate_lock();
-    PyThread_type_lock exp = PyThread_allocate_lock();
+    int H = t->height;
+    size_t sizes[] = {
+        (size_t)m * 2 * sizeof(uint64_t), (size_t)m * 2, 6 * 2048 * sizeof(uint32_t), /* values, tags, histograms */
+        (size_t)m * sizeof(double), (size_t)m * 2 * sizeof(int64_t),                  /* rows */
+        (size_t)m * sizeof(RowLeaf), (size_t)m * sizeof(NodeRec), (size_t)m * 2 * H * sizeof(int32_t),
+        (size_t)m * 2 * sizeof(Py_ssize_t), ROW_CHUNKS * sizeof(Chunk), (size_t)m * 5 * sizeof(double)};
+    size_t total = 0;
+    for (size_t g = 0; g < sizeof sizes / sizeof *sizes; g++) total += (sizes[g] + 63) & ~(size_t)63;
+    char *block = PyMem_Malloc(total), *at = block;
+    PyThread_type_lock done = block ? PyThread_allocate_lock() : NULL;
     int rc = -1;
-    if (!vals || !tags || !all || !R.key || !R.d1 || !W.ent || !W.nodes || !W.defer || !W.chunk || !left_rows ||
-        !done || !go || !exp) {
+    if (!done) {
+        PyMem_Free(block);
         PyErr_NoMemory();
-        goto out;
+        return -1;
     }
+    uint64_t *vals = carve(&at, sizes[0]); /* values, then scratch */
+    uint8_t *tags = carve(&at, sizes[1]);
+    uint32_t (*all)[2048] = carve(&at, sizes[2]);
+    R.key = carve(&at, sizes[3]);
+    R.d1 = carve(&at, sizes[4]);
     R.d0 = R.d1 + m;
-    uint64_t *va = vals, *vtmp = vals + m;
-    uint8_t *ga = tags, *gtmp = tags + m;
-    W.ev = vals + ma; W.etmp = vals + m + ma; W.eg = tags + ma; W.egtmp = tags + m + ma; W.eall = all + 6;
-    W.go_lock = go; W.exp_lock = exp;
+    W.ent = carve(&at, sizes[5]);
+    W.nodes = carve(&at, sizes[6]);
+    W.paths = carve(&at, sizes[7]);
+    W.defer = carve(&at, sizes[8]);
+    W.chunk = carve(&at, sizes[9]);
+    double *left_rows = carve(&at, sizes[10]); /* the serial pass's rows */
+    count_rows(t, s, y, q0, q1, e_old, vals, tags, vals + m, tags + m, all, &R);
+    W.key = R.key; W.d1 = R.d1; W.d0 = R.d0;
+    make_chunks(t, R.key, R.n, W.chunk);
+    W.nchunks = ROW_CHUNKS;
     RowThread th[2];
     for (int j = 0; j < 2; j++) { th[j].w = &W; th[j].dkeys = th[j].multi = 0; th[j].done = NULL; th[j].finished = 0; }
     th[1].done = done;
     PyThread_acquire_lock(done, WAIT_LOCK);
-    PyThread_acquire_lock(go, WAIT_LOCK);
-    PyThread_acquire_lock(exp, WAIT_LOCK); /* (released by the second thread once it has sorted) */
-    int two = PyThread_start_new_thread(row_second, &th[1]) != PYTHREAD_INVALID_THREAD_ID;
-    if (!two) { /* no thread: this one does it all */
-        th[1].done = NULL;
-        PyThread_release_lock(done);
-    }
-    sort_added(s, y, q0, q1, &va, &ga, vtmp, gtmp, all);
-    if (!__atomic_exchange_n(&W.exp_claim, 1, __ATOMIC_ACQ_REL)) { /* (the second thread has not started) */
-        PyThread_release_lock(exp);
-        W.ne = sort_expired(t, e_old, &W.ev, &W.eg, W.etmp, W.egtmp, W.eall);
-    } else {
-        wait_for(&W.exp_ready, exp);
-    }
-    merge_rows(va, ga, ma, W.ev, W.eg, W.ne, s, q0, q1, &R);
-    W.key = R.key; W.d1 = R.d1; W.d0 = R.d0;
-    make_chunks(t, R.key, R.n, W.chunk);
-    W.nchunks = ROW_CHUNKS;
-    PyThread_release_lock(go); /* (the second thread frees nothing: the lock can go first here too) */
-    __atomic_store_n(&W.go, 1, __ATOMIC_RELEASE);
+    int two = PyThread_start_new_thread(row_worker, &th[1]) != PYTHREAD_INVALID_THREAD_ID;
+    if (!two) { th[1].done = NULL; PyThread_release_lock(done); } /* no thread: this one takes every chunk */
     row_worker(&th[0]);
     if (two) {
-        for (int spin = 0; spin < 4000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
+        for (int spin = 0; spin < 40000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
@@ -483,11 +426,7 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     two_thread_batches++; /* (the two-thread batches' counters count these too) */
     multi_key_leaves += th[0].multi + th[1].multi;
     rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys, left_rows) < 0 ? -1 : 1;
-out:
-    if (done) PyThread_free_lock(done);
-    if (go) PyThread_free_lock(go);
-    if (exp) PyThread_free_lock(exp);
-    PyMem_Free(vals); PyMem_Free(tags); PyMem_Free(all); PyMem_Free(R.key); PyMem_Free(R.d1);
-    PyMem_Free(W.ent); PyMem_Free(W.nodes); PyMem_Free(W.defer); PyMem_Free(W.chunk); PyMem_Free(left_rows);
+    PyThread_free_lock(done);
+    PyMem_Free(block);
     return rc;
 }
