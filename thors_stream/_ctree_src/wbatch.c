@@ -361,7 +361,9 @@ static int rows_serial(CTree *t, const RowWork *w, const RowList *R, Py_ssize_t 
    batch is large for a thread but small next to the tree (apply_sorted_impl would rebuild it).
    The calling thread sorts the added and the expiring events and merges them into rows, makes
    the chunks, starts the second thread, and both take chunks (row_worker); then the serial
-   pass. All the memory is had before anything changes. Returns 1 when applied, 0 when not taken
+   pass. The batch's own memory is had before anything changes; the serial pass's splits may ask
+   for more, as apply_runs does on one thread (a failure there leaves the summary broken, as it
+   does there). Returns 1 when applied, 0 when not taken
    (nothing changed), -1 with an exception set. */
 int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double *w, Py_ssize_t q0, Py_ssize_t q1,
                       Py_ssize_t e_old) {
