@@ -137,6 +137,7 @@ typedef struct {
     double *qs, *qw, *qt;
     uint8_t *qy;
     Py_ssize_t qhead, qsize, qcap;
+    int qunit; /* 1 while every record ever queued weighed 1 (ring_put and ring_put_many clear it) */
     /* path of the last descent */
     int32_t pnode[MAXH], pidx[MAXH];
     /* fast paths bound by StreamingThors (see bind()) */
@@ -563,6 +564,7 @@ static inline double tree_threshold(CTree *t) {
 /* Whether the e_old oldest ring records (cancelled ones skipped) all weigh 1: what a path that
    removes them as counts needs besides a plain tree (see WeightBlock). */
 static inline int ring_unit_weights(const CTree *t, Py_ssize_t e_old) {
+    if (t->qunit) return 1;
     Py_ssize_t j = t->qhead, left = e_old;
     while (left > 0) {
         Py_ssize_t run = t->qcap - j < left ? t->qcap - j : left;

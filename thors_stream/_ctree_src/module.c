@@ -96,6 +96,7 @@ static int CTree_init(CTree *self, PyObject *args, PyObject *kwds) {
     PyMem_Free(self->qs); PyMem_Free(self->qw); PyMem_Free(self->qt); PyMem_Free(self->qy);
     self->qs = self->qw = self->qt = NULL; self->qy = NULL;
     self->qhead = self->qsize = self->qcap = 0;
+    self->qunit = 1; /* (an empty ring) */
     self->a = a; self->b = b; self->ring = ring;
     if (ring && ring_grow(self, 64, 0) < 0) return -1;
     return init_root(self);

@@ -32,6 +32,7 @@ static inline void ring_put(CTree *t, double s, int y, double w, double tm) {
     Py_ssize_t j = t->qhead + t->qsize;
     if (j >= t->qcap) j -= t->qcap;
     t->qs[j] = s; t->qy[j] = (uint8_t)y; t->qw[j] = w;
+    t->qunit &= w == 1.0;
     if (t->qt) t->qt[j] = tm;
     t->qsize++;
 }
@@ -44,8 +45,12 @@ void ring_put_many(CTree *t, const double *s, const uint8_t *y, const double *w,
         Py_ssize_t run = t->qcap - j < n - done ? t->qcap - j : n - done;
         memcpy(t->qs + j, s + done, (size_t)run * sizeof(double));
         memcpy(t->qy + j, y + done, (size_t)run);
-        if (w) memcpy(t->qw + j, w + done, (size_t)run * sizeof(double));
-        else for (Py_ssize_t u = 0; u < run; u++) t->qw[j + u] = 1.0;
+        if (w) {
+            memcpy(t->qw + j, w + done, (size_t)run * sizeof(double));
+            for (Py_ssize_t u = 0; u < run && t->qunit; u++) t->qunit = w[done + u] == 1.0;
+        } else {
+            for (Py_ssize_t u = 0; u < run; u++) t->qw[j + u] = 1.0;
+        }
         if (t->qt) for (Py_ssize_t u = 0; u < run; u++) t->qt[j + u] = 0.0;
         done += run;
         j = 0;
