@@ -1,8 +1,10 @@
 """A batch that replaces a large window sorts its scores by value (``radix_values``): from 2**19
 values on, the buckets of the most significant pass are shared by two threads, each also doing
-the insertion pass over its own buckets. Checked against one thread and against numpy on spread
-scores, repeated scores, and crowded ones (scores that differ only below the bits the buckets
-sort on: the insertion pass gives up and every digit is sorted).
+the insertion pass over its own buckets; and the new leaves are made in two parts, the upper one
+on a second thread (``emit_all``), the first part's last leaf topped up from the second's first
+when it is short. Checked against one thread and against numpy on spread scores, repeated
+scores, and crowded ones (scores that differ only below the bits the buckets sort on: the
+insertion pass gives up and every digit is sorted), and at every kind of seam between the parts.
 """
 
 from __future__ import annotations
@@ -66,3 +68,30 @@ def test_replacing_a_large_window_sorts_on_two_threads_as_on_one(kind):
     held.update_many(*batch)
     k, _, _, c1, c0 = held.held()
     assert np.array_equal(k, keys) and np.array_equal(c1 + c0, counts)
+
+
+@pytest.mark.parametrize("short", [0, 1, 8, 9, 10, 23])
+def test_the_seam_between_the_two_parts_of_a_rebuild(short):
+    """Negatives only, distinct: the first part holds the keys below the median, n0 // 2 of them,
+    so its last leaf holds ``short`` keys (0: it is full): merged with the next leaf (up to 8),
+    shared with it (9: 9 + 24 > 32), or left alone (10 and up). No leaf but the last is short,
+    the tree's invariants hold (check()) and its rows equal one thread's."""
+    from thors_stream._ctree import _path_counters
+
+    n0 = 2 * (24 * 11_000 + short)  # > 2**19 events
+    rng = np.random.default_rng(short)
+    batch = (rng.permutation(n0) / n0 + 0.5 / n0, np.zeros(n0, bool))
+    out = []
+    for n in (2, 1):
+        st_ = StreamingThors(fn_cost=10, fp_cost=1, window=n0)
+        with threads(n):
+            st_.update_many(rng.random(n0), rng.random(n0) < 0.05)
+            replaced = _path_counters()[1]
+            st_.update_many(*batch)
+            assert _path_counters()[1] == replaced + 1
+        st_._tree.check()
+        sizes = st_._tree.leaf_sizes()
+        assert min(sizes[:-1]) >= 10  # no short leaf but the last (build_end evens out the last two)
+        out.append(([a.tobytes() for a in st_.held()], st_.get(), st_.cost, len(st_)))
+    assert out[0] == out[1]
+    assert out[0][0][0] == np.sort(batch[0]).tobytes()

@@ -14,9 +14,10 @@ int build_begin(Builder *B, CTree *t, Py_ssize_t nmax, int plain, Py_ssize_t nlo
     if (nlo > nl) nlo = nl; /* (at most one block a leaf) */
     Py_ssize_t ni_max = nl / (IFILL - 1) + 2 * MAXH; /* every inner level, rounded up */
     B->t = t; B->nl = 0; B->n = 0; B->L = NULL;
-    B->level = PyMem_Malloc((size_t)(nl + 1) * sizeof(int32_t));
-    B->lsep = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
-    B->agg = PyMem_Malloc((size_t)(nl + 1) * sizeof(Agg));
+    /* (room for three leaves more than nl: a rebuild in two parts rounds each part's count up) */
+    B->level = PyMem_Malloc((size_t)(nl + 4) * sizeof(int32_t));
+    B->lsep = PyMem_Malloc((size_t)(nl + 4) * sizeof(double));
+    B->agg = PyMem_Malloc((size_t)(nl + 4) * sizeof(Agg));
     if (!B->level || !B->lsep || !B->agg) goto nomem;
     /* grow what is too small first; only when every grow has succeeded is an arena far too
        big shrunk (a shrink that fails just keeps the bigger block) */

@@ -318,6 +318,155 @@ static double zero_of(const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzer
     return 0.0;
 }
 
+/* The merge of the positives' sorted values sp[a1, b1) and the negatives' sn[a0, b0) into new
+   leaves of FILL keys (a key's run in each list is its count of that class), numbered from leaf0
+   on (every index from there on free: a rebuild's arena, bump-allocated), listed in level, lsep
+   and agg from index 0 (the aggregate of every leaf but the last). No allocation, no Python
+   object: a second thread may run it. A zero key takes zero_of's representation. */
+typedef struct {
+    CTree *t;
+    const uint64_t *sp, *sn;
+    Py_ssize_t a1, b1, a0, b0;
+    const double *s;
+    Py_ssize_t q0, q1;
+    double tzero;
+    int32_t leaf0;
+    int32_t *level;
+    double *lsep;
+    Agg *agg;
+    Py_ssize_t nl, nkeys; /* out: leaves and keys made */
+    PyThread_type_lock done;
+} __attribute__((aligned(128))) EmitJob;
+
+static void emit_range(void *arg) {
+    EmitJob *j = arg;
+    CTree *t = j->t;
+    const uint64_t *sp = j->sp, *sn = j->sn;
+    Py_ssize_t i1 = j->a1, i0 = j->a0, n1 = j->b1, n0 = j->b0, nl = 0, nkeys = 0;
+    Leaf *L = NULL;
+    int32_t ln = FILL;
+#define EMIT(KEY, C1, C0) do {                                                                  \
+        if (ln == FILL) {                                                                      \
+            if (L) { L->n = ln; leaf_agg(t, L, &j->agg[nl - 1]); }                             \
+            int32_t li_ = j->leaf0 + (int32_t)nl;                                              \
+            L = &t->leaves[li_];                                                               \
+            L->n = 0; L->lo = NIL; L->next_free = NIL;                                         \
+            j->level[nl] = li_; j->lsep[nl] = (KEY); nl++;                                     \
+            ln = 0;                                                                            \
+        }                                                                                      \
+        L->key[ln] = (KEY); L->c1[ln] = (C1); L->c0[ln] = (C0); ln++; nkeys++;                 \
+    } while (0)
+    for (;;) { /* the negatives' keys in order, each after the positives' keys below it */
+        uint64_t v = i0 < n0 ? sn[i0] : ~(uint64_t)0;
+        while (i1 < n1 && sp[i1] < v) { /* positives only */
+            uint64_t u = sp[i1];
+            Py_ssize_t c1 = i1;
+            while (++i1 < n1 && sp[i1] == u) {}
+            double key = unsort_bits(u);
+            if (key == 0.0) key = zero_of(j->s, j->q0, j->q1, j->tzero);
+            EMIT(key, (uint32_t)(i1 - c1), 0);
+        }
+        if (i0 == n0) break;
+        Py_ssize_t c0 = i0, c1 = i1;
+        while (++i0 < n0 && sn[i0] == v) {}
+        while (i1 < n1 && sp[i1] == v) i1++;
+        double key = unsort_bits(v);
+        if (key == 0.0) key = zero_of(j->s, j->q0, j->q1, j->tzero);
+        EMIT(key, (uint32_t)(i1 - c1), (uint32_t)(i0 - c0));
+    }
+#undef EMIT
+    if (L) L->n = ln;
+    j->nl = nl; j->nkeys = nkeys;
+    if (j->done) PyThread_release_lock(j->done);
+}
+
+/* From this many events on, a rebuild from sorted values makes its leaves in two parts, the
+   upper one on a second thread (when two are allowed). */
+#define EMIT_TWO (1 << 19)
+
+/* The leaves of B from the sorted values (emit_range): in one part, or in two (keys below the
+   negatives' median value, and the others on a second thread) whose leaves are then listed in
+   order, the unused indices between them freed, and the first part's last leaf given keys from
+   the second's first when it is short. */
+static void emit_all(Builder *B, CTree *t, const uint64_t *sp, Py_ssize_t n1, const uint64_t *sn, Py_ssize_t n0,
+                     const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzero) {
+    EmitJob job[2];
+    for (int g = 0; g < 2; g++) {
+        EmitJob *j = &job[g];
+        j->t = t; j->sp = sp; j->sn = sn; j->s = s; j->q0 = q0; j->q1 = q1; j->tzero = tzero;
+        j->done = NULL; j->nl = j->nkeys = 0;
+    }
+    Py_ssize_t s1 = n1, s0 = n0; /* the first part: sp[0, s1), sn[0, s0) */
+    int32_t lub = 0;              /* the first part's leaves: indices [0, lub) */
+    if (n1 + n0 >= EMIT_TWO && batch_threads >= 2 && n0 >= 2) {
+        uint64_t mid = sn[n0 / 2];
+        Py_ssize_t lo = 0, hi = n0 / 2;
+        while (lo < hi) { Py_ssize_t md = (lo + hi) / 2; if (sn[md] < mid) lo = md + 1; else hi = md; }
+        s0 = lo;
+        lo = 0; hi = n1;
+        while (lo < hi) { Py_ssize_t md = (lo + hi) / 2; if (sp[md] < mid) lo = md + 1; else hi = md; }
+        s1 = lo;
+        lub = (int32_t)((s1 + s0 + FILL - 1) / FILL + 1);
+    }
+    job[0].a1 = 0; job[0].b1 = s1; job[0].a0 = 0; job[0].b0 = s0; job[0].leaf0 = 0;
+    job[0].level = B->level; job[0].lsep = B->lsep; job[0].agg = B->agg;
+    job[1].a1 = s1; job[1].b1 = n1; job[1].a0 = s0; job[1].b0 = n0; job[1].leaf0 = lub;
+    job[1].level = B->level + lub; job[1].lsep = B->lsep + lub; job[1].agg = B->agg + lub;
+    int two = 0;
+    PyThread_type_lock done = lub ? PyThread_allocate_lock() : NULL;
+    if (done) {
+        job[1].done = done;
+        PyThread_acquire_lock(done, WAIT_LOCK);
+        two = PyThread_start_new_thread(emit_range, &job[1]) != PYTHREAD_INVALID_THREAD_ID;
+        if (!two) { job[1].done = NULL; PyThread_release_lock(done); }
+    }
+    emit_range(&job[0]);
+    if (lub) {
+        if (two) {
+            PyThread_acquire_lock(done, WAIT_LOCK); /* the second part is made */
+            PyThread_release_lock(done);
+        } else {
+            emit_range(&job[1]);
+        }
+    }
+    if (done) PyThread_free_lock(done);
+    Py_ssize_t nl0 = job[0].nl, nl1 = job[1].nl;
+    t->lused = lub ? lub + (int32_t)nl1 : (int32_t)nl0;
+    if (lub) {
+        /* the second part's list after the first's; the first part's unused indices freed */
+        memmove(B->level + nl0, B->level + lub, (size_t)nl1 * sizeof(int32_t));
+        memmove(B->lsep + nl0, B->lsep + lub, (size_t)nl1 * sizeof(double));
+        memmove(B->agg + nl0, B->agg + lub, (size_t)nl1 * sizeof(Agg));
+        for (int32_t i = (int32_t)nl0; i < lub; i++) { t->leaves[i].next_free = t->lfree; t->lfree = i; }
+        if (nl0 && nl1) { /* the seam: the first part's last leaf (not the tree's last) */
+            int32_t a = B->level[nl0 - 1], r = B->level[nl0];
+            Leaf *A = &t->leaves[a], *R = &t->leaves[r];
+            if (A->n < LMIN) {
+                if (A->n + R->n <= LCAP) { /* one leaf */
+                    leaf_copy(t, a, A->n, r, 0, R->n);
+                    A->n += R->n;
+                    R->next_free = t->lfree; t->lfree = r;
+                    memmove(B->level + nl0, B->level + nl0 + 1, (size_t)(nl1 - 1) * sizeof(int32_t));
+                    memmove(B->lsep + nl0, B->lsep + nl0 + 1, (size_t)(nl1 - 1) * sizeof(double));
+                    memmove(B->agg + nl0, B->agg + nl0 + 1, (size_t)(nl1 - 1) * sizeof(Agg));
+                    nl1--;
+                } else { /* shared evenly */
+                    int32_t k = (A->n + R->n) / 2 - A->n;
+                    leaf_copy(t, a, A->n, r, 0, k);
+                    leaf_shift(t, r, k, 0, R->n - k);
+                    A->n += k; R->n -= k;
+                    B->lsep[nl0] = R->key[0];
+                    leaf_agg(t, R, &B->agg[nl0]);
+                }
+            }
+            leaf_agg(t, A, &B->agg[nl0 - 1]);
+        }
+    }
+    t->nleaves = (int32_t)(nl0 + nl1);
+    B->nl = nl0 + nl1;
+    B->n = job[0].nkeys + job[1].nkeys;
+}
+
 /* A count window's batch at least as long as the window expires every record the ring holds:
    the tree then holds exactly the batch's kept events s, y, w [q0, q1) (w NULL: every weight
    1), and is built from them (O(m) once they are ordered by key: straight into the leaves, or
@@ -388,42 +537,7 @@ int replace_all(CTree *t, const double *s, const uint8_t *y, const double *w, Py
         if (!sp || !sn) goto out;
         Builder B;
         if (build_begin(&B, t, m, 1, 0) < 0) goto out;
-        /* (build_key inlined by hand: the leaf at hand and its count in registers; a plain
-           tree's rows are a key and two counts) */
-        Leaf *L = NULL;
-        int32_t ln = FILL;
-        Py_ssize_t i1 = 0, i0 = 0, nkeys = 0;
-#define EMIT(KEY, C1, C0) do {                                                                  \
-            if (ln == FILL) {                                                                  \
-                if (L) { L->n = ln; leaf_agg(t, L, &B.agg[B.nl - 1]); }                        \
-                int32_t li_ = new_leaf(t);                                                     \
-                L = &t->leaves[li_];                                                           \
-                B.level[B.nl] = li_; B.lsep[B.nl] = (KEY); B.nl++;                             \
-                ln = 0;                                                                        \
-            }                                                                                  \
-            L->key[ln] = (KEY); L->c1[ln] = (C1); L->c0[ln] = (C0); ln++; nkeys++;             \
-        } while (0)
-        for (;;) { /* the negatives' keys in order, each after the positives' keys below it */
-            uint64_t v = i0 < n0 ? sn[i0] : ~(uint64_t)0;
-            while (i1 < n1 && sp[i1] < v) { /* positives only */
-                uint64_t u = sp[i1];
-                Py_ssize_t a1 = i1;
-                while (++i1 < n1 && sp[i1] == u) {}
-                double key = unsort_bits(u);
-                if (key == 0.0) key = zero_of(s, q0, q1, tzero);
-                EMIT(key, (uint32_t)(i1 - a1), 0);
-            }
-            if (i0 == n0) break;
-            Py_ssize_t a0 = i0, a1 = i1;
-            while (++i0 < n0 && sn[i0] == v) {}
-            while (i1 < n1 && sp[i1] == v) i1++;
-            double key = unsort_bits(v);
-            if (key == 0.0) key = zero_of(s, q0, q1, tzero);
-            EMIT(key, (uint32_t)(i1 - a1), (uint32_t)(i0 - a0));
-        }
-#undef EMIT
-        if (L) L->n = ln;
-        B.L = L; B.n = nkeys;
+        emit_all(&B, t, sp, n1, sn, n0, s, q0, q1, tzero); /* (straight into the leaves: a plain tree's rows are a key and two counts) */
         build_end(&B);
     } else {
         /* rows (key, weights hi and lo, counts) in key order, then built */

@@ -384,6 +384,19 @@ static PyObject *CTree_check(CTree *self, PyObject *Py_UNUSED(ignored)) {
     Py_RETURN_NONE;
 }
 
+/* leaf_sizes() -> list of every leaf's key count, in key order (tests: the fill a rebuild leaves). O(n / B). */
+static PyObject *CTree_leaf_sizes(CTree *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    Walk wk;
+    for (int32_t leaf = walk_first(&wk, self); leaf != NIL; leaf = walk_next(&wk)) {
+        PyObject *n = PyLong_FromLong(self->leaves[leaf].n);
+        if (!n || PyList_Append(out, n) < 0) { Py_XDECREF(n); Py_DECREF(out); return NULL; }
+        Py_DECREF(n);
+    }
+    return out;
+}
+
 /* stats() -> dict of the structure's sizes (leaves, inner nodes, lo blocks, ring; used
    and allocated) for memory accounting and tests. */
 static PyObject *CTree_stats(CTree *self, PyObject *Py_UNUSED(ignored)) {
@@ -461,6 +474,7 @@ static PyMethodDef CTree_methods[] = {
     {"set_np_tables", (PyCFunction)CTree_set_np_tables, METH_VARARGS, "set_np_tables(np0, k0_base, k0, np1, m1_base, m1)"},
     {"np_get", (PyCFunction)CTree_np_get, METH_NOARGS, "np_get() -> Neyman-Pearson threshold (fast path)"},
     {"check", (PyCFunction)CTree_check, METH_NOARGS, "check(): verify the invariants (tests)"},
+    {"leaf_sizes", (PyCFunction)CTree_leaf_sizes, METH_NOARGS, "leaf_sizes() -> every leaf's key count, in key order (tests)"},
     {"q_len", (PyCFunction)CTree_q_len, METH_NOARGS, "queued records"},
     {"q_push_many", (PyCFunction)CTree_q_push_many, METH_VARARGS, "q_push_many(s, y, w, t): queue records"},
     {"q_arrays", (PyCFunction)CTree_q_arrays, METH_VARARGS, "q_arrays(lo, hi) -> (bytes s|w|t, bytes y)"},
