@@ -95,3 +95,47 @@ def test_the_seam_between_the_two_parts_of_a_rebuild(short):
         out.append(([a.tobytes() for a in st_.held()], st_.get(), st_.cost, len(st_)))
     assert out[0] == out[1]
     assert out[0][0][0] == np.sort(batch[0]).tobytes()
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_scores_crowded_within_a_few_ulps(n_threads):
+    """Found in review: scores within 2**20 ulps of 1.0 differ only in bits below 27, so the most
+    significant pass sorts on bits 1-16 and its low digit is 0; buckets of up to 32 values (and
+    those sorted on one 8-bit digit) were left unsorted on the bits below, with the insertion
+    pass skipped: the tree held keys out of order, and the threshold and cost were wrong, on
+    one thread as on two. The buckets' insertion pass now always runs."""
+    w_size = 300_000  # above 2**18 values: the most significant pass
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 2**20, w_size)
+    s = 1.0 + k * 2.0**-52
+    y = rng.random(w_size) < (0.02 + 0.2 * (k / 2**20) ** 4)
+    out = []
+    for backend in ("c", "python"):
+        st_ = StreamingThors(fn_cost=10, fp_cost=1, window=w_size, backend=backend)
+        with threads(n_threads):
+            st_.update_many(np.full(4, 0.5), np.zeros(4, bool))
+            st_.update_many(s, y)
+        if backend == "c":
+            st_._tree.check()
+        out.append(([a.tobytes() for a in st_.held()], st_.get(), st_.cost))
+    assert out[0] == out[1]
+
+
+def test_a_short_last_part_does_not_leave_two_short_leaves():
+    """Found in review: a rebuild in two parts whose second part is one short leaf, after a
+    first part whose last leaf was left with 10 keys: the last two leaves, evened out, were both
+    short (6 and 5). Fewer than 20 keys in the last two leaves now make one leaf."""
+    k = 24 * 11_000 + 10
+    n0 = 2 * k + 2  # the lower half distinct, the upper half (and the median) one score
+    s = np.concatenate([np.arange(k) / k * 0.5, np.full(n0 - k, 0.9)])
+    y = np.zeros(n0, bool)
+    out = []
+    for n in (2, 1):
+        st_ = StreamingThors(fn_cost=10, fp_cost=1, window=n0)
+        with threads(n):
+            st_.update_many(np.random.default_rng(0).random(n0), y)
+            st_.update_many(s, y)
+        st_._tree.check()
+        assert min(st_._tree.leaf_sizes()) >= 10
+        out.append(([a.tobytes() for a in st_.held()], st_.get(), st_.cost))
+    assert out[0] == out[1]

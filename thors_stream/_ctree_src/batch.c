@@ -87,7 +87,8 @@ static inline void build_key(Builder *B, double key, double h1, double l1, doubl
     B->n++;
 }
 
-/* Close the rebuild: the last leaf, when short, takes half of the keys of the two last leaves;
+/* Close the rebuild: the last leaf, when short, takes half of the keys of the two last leaves
+   (or, when they hold fewer than 2 * LMIN keys, is merged into the last but one);
    the inner levels, each node's aggregates computed from its children's (as clean would). */
 void build_end(Builder *B) {
     CTree *t = B->t;
@@ -98,7 +99,14 @@ void build_end(Builder *B) {
     if (nl > 1) {
         int32_t p = B->level[nl - 2], q = B->level[nl - 1];
         Leaf *P = &t->leaves[p], *Q = &t->leaves[q];
-        if (Q->n < LMIN) {
+        if (Q->n < LMIN && P->n + Q->n < 2 * LMIN) {
+            /* too few for two: one leaf (a rebuild in two parts may leave the last but one short
+               of FILL; evened out, both would be short) */
+            leaf_copy(t, p, P->n, q, 0, Q->n);
+            P->n += Q->n; Q->n = 0;
+            Q->next_free = t->lfree; t->lfree = q; t->nleaves--;
+            nl = --B->nl;
+        } else if (Q->n < LMIN) {
             int32_t r = Q->n, k = (P->n + r) / 2 - r;
             leaf_shift(t, q, 0, k, r);
             leaf_copy(t, q, 0, p, P->n - k, k);

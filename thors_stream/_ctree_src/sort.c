@@ -139,7 +139,8 @@ static void bucket_range(void *arg) {
     Py_ssize_t i0 = j->d0 < 2048 ? j->start[j->d0] : 0, i1 = j->d1 > j->d0 ? j->end[j->d1 - 1] : i0;
     Py_ssize_t moves = 0, budget = 2 * (i1 - i0);
     int ok = 1;
-    for (Py_ssize_t i = i0 + 1; j->lo && i < i1 && ok; i++) {
+    for (Py_ssize_t i = i0 + 1; i < i1 && ok; i++) { /* (also when lo is 0: a bucket of up to 32 values, or
+                                                        one sorted on a single 8-bit digit, may not be sorted on bits below) */
         uint64_t v = tmp[i];
         if (tmp[i - 1] <= v) continue;
         Py_ssize_t k = i;
