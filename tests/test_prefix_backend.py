@@ -473,3 +473,17 @@ def test_class_prior_coefficients_keep_the_chain():
     _, best, costs = brute_force([(s, int(y), w) for s, y, w in held], 2, 1, 0.3)
     assert abs(costs[stt.get()] - best) <= Fraction(1e-9) * (1 + abs(best))
     prefix_of(stt)._check()
+
+
+def test_a_sum_that_does_not_fit_stays_normalised():
+    """Found by the hypothesis test above in CI: 0.5, 0.01 and 2**52 + 2 at one score, then 0.01
+    removed. The exact sum, 2**52 + 2.5 less a hair, does not fit a double-double; its rounded
+    pair (2**52 + 3, -0.5) is no longer normalised (2**52 + 3 - 0.5 ties to 2**52 + 2), which
+    check() rejects. The fallback now renormalises the pair (the same value: (2**52 + 2, 0.5))."""
+    t = SortedPrefixMin(3.0, 1.0, load=4)
+    for w in (0.5, 0.01, 4503599627370498.0):
+        t.add(1.0, 1, w)
+    t.remove(1.0, 1, 0.01)
+    t._check()
+    h1, _, c1, _ = t.held_at(1.0)
+    assert (h1, c1) == (4503599627370498.0, 2)

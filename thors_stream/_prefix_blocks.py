@@ -28,13 +28,20 @@ _TWO53 = 2.0**53
 
 # ---------------------------------------------------------------------- helpers
 def _dd_exact(*terms: float) -> tuple[float, float]:
-    """``(round(x), round(x - round(x)))`` for ``x`` the exact sum of ``terms``."""
+    """``(round(x), round(x - round(x)))`` for ``x`` the exact sum of ``terms``, renormalised so
+    that ``hi == hi + lo`` (when ``x - round(x)`` does not fit a double its rounding can make
+    ``hi + lo`` a tie that rounds away from ``hi``; the pair then moves to the same value's other
+    form, exactly)."""
     try:
         hi = math.fsum(terms)
-        return hi, math.fsum((*terms, -hi))
+        lo = math.fsum((*terms, -hi))
     except OverflowError:  # the sum leaves the float range: no exactness to keep
-        hi = sum(terms)
-        return hi, 0.0
+        return sum(terms), 0.0
+    h = hi + lo
+    if h != hi:  # (Fast2Sum: |hi| >= |lo|, so the new low part is exact)
+        lo = (hi - h) + lo
+        hi = h
+    return hi, lo
 
 
 def dd_add(hi: float, lo: float, w: float) -> tuple[float, float]:
