@@ -10,10 +10,9 @@ need double-double low parts, and a failing batch.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
+from core_threads import threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,17 +22,6 @@ from thors_stream._backend import available_backends
 pytestmark = pytest.mark.skipif("c" not in available_backends(), reason="compiled core not built")
 
 BIG = 200_000  # distinct keys: a batch of up to 12,500 changes stays below n/16, so it goes leaf by leaf
-
-
-@contextlib.contextmanager
-def threads(n):
-    from thors_stream._ctree import _set_batch_threads
-
-    old = _set_batch_threads(n)
-    try:
-        yield
-    finally:
-        _set_batch_threads(old)
 
 
 def state(s: StreamingThors):

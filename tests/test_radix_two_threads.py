@@ -9,10 +9,9 @@ insertion pass gives up and every digit is sorted), and at every kind of seam be
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
+from core_threads import threads
 
 from thors_stream import StreamingThors
 from thors_stream._backend import available_backends
@@ -20,17 +19,6 @@ from thors_stream._backend import available_backends
 pytestmark = pytest.mark.skipif("c" not in available_backends(), reason="compiled core not built")
 
 M = 600_000  # above 2**19 values of one class
-
-
-@contextlib.contextmanager
-def threads(n):
-    from thors_stream._ctree import _set_batch_threads
-
-    old = _set_batch_threads(n)
-    try:
-        yield
-    finally:
-        _set_batch_threads(old)
 
 
 def scores(kind: str, rng) -> np.ndarray:

@@ -9,10 +9,9 @@ events (cancelled ring records), explicit unit weights, and reads between batche
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
+from core_threads import threads
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,17 +21,6 @@ from thors_stream._backend import available_backends
 pytestmark = pytest.mark.skipif("c" not in available_backends(), reason="compiled core not built")
 
 W = 80_000  # a batch of up to 6,000 events changes 12,000 keys: well below W / 6, so no rebuild
-
-
-@contextlib.contextmanager
-def threads(n):
-    from thors_stream._ctree import _set_batch_threads
-
-    old = _set_batch_threads(n)
-    try:
-        yield
-    finally:
-        _set_batch_threads(old)
 
 
 def row_batches() -> int:

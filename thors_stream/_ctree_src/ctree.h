@@ -41,6 +41,7 @@
  *   tree.c      the B+-tree: arenas, aggregates and their lazy refresh, slots, split / spill /
  *               merge, upsert, the in-order walk;
  *   runs.c      sorted changes applied leaf by leaf: apply_runs, and apply_runs_two (two threads);
+ *               run_pair, the second thread every two-thread path starts;
  *   sort.c      the radix sorts of the batch paths;
  *   batch.c     the builder (bulk rebuild), apply_sorted_impl, batches of events, batch methods;
  *   keyed.c     batches aggregated by key (the key table) and the whole-window rebuild;
@@ -242,7 +243,9 @@ int upsert_leaf(CTree *t, int32_t leaf, double key, double dw1, double dw0, int6
 int32_t walk_first(Walk *wk, CTree *t);
 int32_t walk_next(Walk *wk);
 
-/* runs.c: sorted changes applied leaf by leaf (one or two threads) */
+/* runs.c: sorted changes applied leaf by leaf (one or two threads), and the two threads themselves */
+#define SPIN_MAX 40000 /* run_pair's spin before it sleeps: up to ~1 ms (a pause is ~25 ns here) */
+void run_pair(void (*fn)(void *), void *a, void *b, int spin);
 int apply_runs(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
                const double *d0, Py_ssize_t m);
 int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0, const double *d1,
@@ -574,6 +577,14 @@ static inline int ring_unit_weights(const CTree *t, Py_ssize_t e_old) {
         j = 0;
     }
     return 1;
+}
+
+/* The first zero among the scores s[q0, q1) (either sign), else 0.0: the representation a
+   batch gives a zero score new to the tree (the first to arrive). */
+static inline double first_zero(const double *s, Py_ssize_t q0, Py_ssize_t q1) {
+    for (Py_ssize_t q = q0; q < q1; q++)
+        if (s[q] == 0.0) return s[q];
+    return 0.0;
 }
 
 /* Sortable bits of a double (ascending as the double; -0.0 as +0.0). */

@@ -312,10 +312,7 @@ out:
 /* The zero score a rebuild keeps: the one the tree held (tzero; 1.0 when it held none), else
    the first of the batch's s[q0, q1) to arrive (the batch holds one). */
 static double zero_of(const double *s, Py_ssize_t q0, Py_ssize_t q1, double tzero) {
-    if (tzero != 1.0) return tzero;
-    for (Py_ssize_t q = q0; q < q1; q++)
-        if (s[q] == 0.0) return s[q];
-    return 0.0;
+    return tzero != 1.0 ? tzero : first_zero(s, q0, q1);
 }
 
 /* The merge of the positives' sorted values sp[a1, b1) and the negatives' sn[a0, b0) into new
@@ -335,7 +332,6 @@ typedef struct {
     double *lsep;
     Agg *agg;
     Py_ssize_t nl, nkeys; /* out: leaves and keys made */
-    PyThread_type_lock done;
 } __attribute__((aligned(128))) EmitJob;
 
 static void emit_range(void *arg) {
@@ -377,7 +373,6 @@ static void emit_range(void *arg) {
 #undef EMIT
     if (L) L->n = ln;
     j->nl = nl; j->nkeys = nkeys;
-    if (j->done) PyThread_release_lock(j->done);
 }
 
 /* From this many events on, a rebuild from sorted values makes its leaves in two parts, the
@@ -394,7 +389,7 @@ static void emit_all(Builder *B, CTree *t, const uint64_t *sp, Py_ssize_t n1, co
     for (int g = 0; g < 2; g++) {
         EmitJob *j = &job[g];
         j->t = t; j->sp = sp; j->sn = sn; j->s = s; j->q0 = q0; j->q1 = q1; j->tzero = tzero;
-        j->done = NULL; j->nl = j->nkeys = 0;
+        j->nl = j->nkeys = 0;
     }
     Py_ssize_t s1 = n1, s0 = n0; /* the first part: sp[0, s1), sn[0, s0) */
     int32_t lub = 0;              /* the first part's leaves: indices [0, lub) */
@@ -412,24 +407,8 @@ static void emit_all(Builder *B, CTree *t, const uint64_t *sp, Py_ssize_t n1, co
     job[0].level = B->level; job[0].lsep = B->lsep; job[0].agg = B->agg;
     job[1].a1 = s1; job[1].b1 = n1; job[1].a0 = s0; job[1].b0 = n0; job[1].leaf0 = lub;
     job[1].level = B->level + lub; job[1].lsep = B->lsep + lub; job[1].agg = B->agg + lub;
-    int two = 0;
-    PyThread_type_lock done = lub ? PyThread_allocate_lock() : NULL;
-    if (done) {
-        job[1].done = done;
-        PyThread_acquire_lock(done, WAIT_LOCK);
-        two = PyThread_start_new_thread(emit_range, &job[1]) != PYTHREAD_INVALID_THREAD_ID;
-        if (!two) { job[1].done = NULL; PyThread_release_lock(done); }
-    }
-    emit_range(&job[0]);
-    if (lub) {
-        if (two) {
-            PyThread_acquire_lock(done, WAIT_LOCK); /* the second part is made */
-            PyThread_release_lock(done);
-        } else {
-            emit_range(&job[1]);
-        }
-    }
-    if (done) PyThread_free_lock(done);
+    if (lub) run_pair(emit_range, &job[0], &job[1], 0);
+    else emit_range(&job[0]);
     Py_ssize_t nl0 = job[0].nl, nl1 = job[1].nl;
     t->lused = lub ? lub + (int32_t)nl1 : (int32_t)nl0;
     if (lub) {

@@ -193,6 +193,50 @@ fail:
 
 /* ------------------------------------------------------------------ two-thread batches */
 
+/* The second thread of run_pair: its work, then the word that it is done. */
+typedef struct {
+    void (*fn)(void *);
+    void *arg;
+    PyThread_type_lock done; /* held until the work is done */
+    int finished;            /* set as the work ends (the first thread spins on it a while) */
+} PairJob;
+
+static void pair_second(void *p) {
+    PairJob *j = p;
+    j->fn(j->arg);
+    __atomic_store_n(&j->finished, 1, __ATOMIC_RELEASE);
+    PyThread_release_lock(j->done);
+}
+
+/* Run fn(a) on the calling thread and fn(b) on a second thread, and return once both are done
+   (fn(b) runs here too, after fn(a), when no lock or thread is to be had). fn must not allocate,
+   raise or touch a Python object: the second thread runs without the GIL, while the calling
+   thread keeps it. Done first, the calling thread spins up to spin pauses before it sleeps on
+   the lock: a sleeping thread's wake-up cost about 7% of a batch at 10**6 (paired A/Bs: 0.90-0.96
+   of the time with a spin of SPIN_MAX). */
+void run_pair(void (*fn)(void *), void *a, void *b, int spin) {
+    PairJob j = {fn, b, PyThread_allocate_lock(), 0};
+    int two = 0;
+    if (j.done) {
+        PyThread_acquire_lock(j.done, WAIT_LOCK);
+        two = PyThread_start_new_thread(pair_second, &j) != PYTHREAD_INVALID_THREAD_ID;
+        if (!two) PyThread_release_lock(j.done);
+    }
+    fn(a);
+    if (two) {
+        for (int s = 0; s < spin && !__atomic_load_n(&j.finished, __ATOMIC_ACQUIRE); s++) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+        PyThread_acquire_lock(j.done, WAIT_LOCK); /* the second thread is done */
+        PyThread_release_lock(j.done);
+    } else {
+        fn(b);
+    }
+    if (j.done) PyThread_free_lock(j.done);
+}
+
 /* A large sorted batch is applied by two threads: each takes the events of its own inner
    nodes of level 1 (the split falls between two of them), so the two never write the
    same leaf, the same count or lo block, or the same parent entry. Each leaf whose change
@@ -206,7 +250,6 @@ fail:
    which keys are applied); only where leaves split may differ. */
 
 #define PAR_MIN 4096 /* below this many changes one thread does it all (a thread start costs ~50 us) */
-#define SPIN_MAX 40000
 int batch_threads = 2; /* tests: 1 = always serial */
 long long two_thread_batches, deferred_runs, multi_key_leaves; /* tests: what the two-thread path did */
 
@@ -220,8 +263,6 @@ typedef struct {
     Py_ssize_t npaths;
     Py_ssize_t dkeys;    /* change in the number of keys */
     Py_ssize_t multi;    /* leaves changed in place at two keys or more (tests) */
-    PyThread_type_lock done;
-    int finished;        /* set by the second thread as it ends (the first spins on it a while) */
 } __attribute__((aligned(128))) Half;
 /* (aligned: the two halves sit side by side on the caller's stack, and a line holding one's
    counters and the other's pointers would be written by one thread while the other reads it;
@@ -332,8 +373,6 @@ static void half_run(void *arg) {
         tail++;
     }
     h->dkeys = dkeys; h->multi = multi; h->ndefer = ndefer; h->npaths = npaths;
-    __atomic_store_n(&h->finished, 1, __ATOMIC_RELEASE);
-    if (h->done) PyThread_release_lock(h->done);
 }
 
 /* apply_runs with two threads (see above); falls back to apply_runs when the batch is
@@ -361,10 +400,8 @@ int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0
     Py_ssize_t *defer = PyMem_Malloc((size_t)m * 2 * sizeof(Py_ssize_t));
     int32_t *paths = PyMem_Malloc((size_t)npath * 2 * 2 * (H - 1) * sizeof(int32_t));
     double *buf = PyMem_Malloc((size_t)m * 5 * sizeof(double)); /* the leftover events, gathered */
-    PyThread_type_lock done = PyThread_allocate_lock();
-    if (!defer || !paths || !buf || !done) {
+    if (!defer || !paths || !buf) {
         PyMem_Free(defer); PyMem_Free(paths); PyMem_Free(buf);
-        if (done) PyThread_free_lock(done);
         return apply_runs(t, k, a1, a0, d1, d0, m);
     }
     for (int j = 0; j < 2; j++) {
@@ -373,30 +410,9 @@ int apply_runs_two(CTree *t, const double *k, const double *a1, const double *a0
         h->q0 = j ? split : 0; h->q1 = j ? m : split;
         h->defer = defer + 2 * h->q0; h->ndefer = 0;
         h->paths = paths + (Py_ssize_t)j * npath * 2 * (H - 1); h->npaths = 0;
-        h->dkeys = 0; h->multi = 0; h->done = NULL; h->finished = 0;
+        h->dkeys = 0; h->multi = 0;
     }
-    /* the lock is held until the second thread releases it at its end */
-    half[1].done = done;
-    PyThread_acquire_lock(done, WAIT_LOCK);
-    if (PyThread_start_new_thread(half_run, &half[1]) == PYTHREAD_INVALID_THREAD_ID) {
-        half[1].done = NULL; /* no thread: this one does both halves */
-        PyThread_release_lock(done);
-        half_run(&half[1]);
-        half_run(&half[0]);
-    } else {
-        half_run(&half[0]);
-        /* wait for the second half spinning, up to ~1 ms (a pause is ~25 ns here), before
-           sleeping on the lock: a sleeping thread's wake-up cost about 7% of a batch at 10**6
-           (paired A/Bs: 0.90-0.96 of the time with the spin) */
-        for (int spin = 0; spin < SPIN_MAX && !__atomic_load_n(&half[1].finished, __ATOMIC_ACQUIRE); spin++) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-        PyThread_acquire_lock(done, WAIT_LOCK); /* the second half is done */
-        PyThread_release_lock(done);
-    }
-    PyThread_free_lock(done);
+    run_pair(half_run, &half[0], &half[1], SPIN_MAX);
     two_thread_batches++;
     deferred_runs += half[0].ndefer + half[1].ndefer;
     multi_key_leaves += half[0].multi + half[1].multi;

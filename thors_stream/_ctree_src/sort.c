@@ -118,8 +118,6 @@ typedef struct {
     const uint32_t *start, *end;
     int d0, d1, sh0, lo;
     int ok;
-    PyThread_type_lock done;
-    int finished;
 } __attribute__((aligned(128))) BucketJob;
 
 static void bucket_range(void *arg) {
@@ -150,8 +148,6 @@ static void bucket_range(void *arg) {
         if (moves > budget) ok = 0;
     }
     j->ok = ok;
-    __atomic_store_n(&j->finished, 1, __ATOMIC_RELEASE);
-    if (j->done) PyThread_release_lock(j->done);
 }
 
 /* From this many values on, the buckets of the most significant pass are shared by two threads
@@ -205,28 +201,17 @@ uint64_t *radix_values(uint64_t *a, uint64_t *tmp, Py_ssize_t m) {
         BucketJob job[2];
         for (int g = 0; g < 2; g++) {
             job[g].a = a; job[g].tmp = tmp; job[g].start = start; job[g].end = end;
-            job[g].sh0 = sh0; job[g].lo = lo; job[g].ok = 1; job[g].done = NULL; job[g].finished = 0;
+            job[g].sh0 = sh0; job[g].lo = lo; job[g].ok = 1;
         }
         int mid = 2048; /* the second thread's buckets: [mid, 2048), about half of the values */
         if (m >= RADIX_TWO && batch_threads >= 2)
             for (mid = 0; mid < 2048 && (Py_ssize_t)end[mid] < m / 2; mid++) {}
         job[0].d0 = 0; job[0].d1 = mid; job[1].d0 = mid; job[1].d1 = 2048;
-        PyThread_type_lock done = mid < 2048 ? PyThread_allocate_lock() : NULL;
-        int two = 0;
-        if (done) {
-            job[1].done = done;
-            PyThread_acquire_lock(done, WAIT_LOCK);
-            two = PyThread_start_new_thread(bucket_range, &job[1]) != PYTHREAD_INVALID_THREAD_ID;
-            if (!two) { job[1].done = NULL; PyThread_release_lock(done); }
-        }
-        bucket_range(&job[0]);
-        if (two) {
-            PyThread_acquire_lock(done, WAIT_LOCK); /* the second thread is done */
-            PyThread_release_lock(done);
+        if (mid < 2048) {
+            run_pair(bucket_range, &job[0], &job[1], 0);
         } else {
-            bucket_range(&job[1]);
+            bucket_range(&job[0]);
         }
-        if (done) PyThread_free_lock(done);
         msd_ok = job[0].ok && job[1].ok;
         src = tmp; dst = a;
     }

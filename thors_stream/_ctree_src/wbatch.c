@@ -50,13 +50,6 @@ typedef struct {
     Py_ssize_t n;
 } RowList;
 
-/* The first zero among the added events s[q0, q1) (either sign), else 0.0. */
-static double first_zero(const double *s, Py_ssize_t q0, Py_ssize_t q1) {
-    for (Py_ssize_t q = q0; q < q1; q++)
-        if (s[q] == 0.0) return s[q];
-    return 0.0;
-}
-
 /* R from the added events s, y [q0, q1) and the e_old oldest ring records (cancelled ones
    skipped): their sortable bits, each with a tag (bit 0: positive; bit 1: expiring), sorted
    together (radix_tagged; v and g: room for their m values and tags, tmp and gtmp as much
@@ -140,8 +133,6 @@ typedef struct {
 typedef struct {
     RowWork *w;
     Py_ssize_t dkeys, multi; /* change in the key count; leaves changed at two keys or more */
-    PyThread_type_lock done;
-    int finished;
 } __attribute__((aligned(128))) RowThread; /* (one thread's counters never share a line with the other's) */
 
 /* The rows [u, v) of leaf L (all its keys in range) applied in place when the leaf keeps its
@@ -276,8 +267,6 @@ static void row_worker(void *arg) {
         row_chunk(w, &w->chunk[k], &dkeys, &multi);
     }
     rt->dkeys = dkeys; rt->multi = multi;
-    __atomic_store_n(&rt->finished, 1, __ATOMIC_RELEASE);
-    if (rt->done) PyThread_release_lock(rt->done);
 }
 
 /* The chunks' bounds: chunk c starts at the first row of the level-1 node that holds row
@@ -385,13 +374,7 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     size_t total = 0;
     for (size_t g = 0; g < sizeof sizes / sizeof *sizes; g++) total += (sizes[g] + 63) & ~(size_t)63;
     char *block = PyMem_Malloc(total), *at = block;
-    PyThread_type_lock done = block ? PyThread_allocate_lock() : NULL;
-    int rc = -1;
-    if (!done) {
-        PyMem_Free(block);
-        PyErr_NoMemory();
-        return -1;
-    }
+    if (!block) { PyErr_NoMemory(); return -1; }
     uint64_t *vals = carve(&at, sizes[0]); /* values, then scratch */
     uint8_t *tags = carve(&at, sizes[1]);
     uint32_t (*all)[2048] = carve(&at, sizes[2]);
@@ -409,26 +392,12 @@ int apply_window_rows(CTree *t, const double *s, const uint8_t *y, const double 
     make_chunks(t, R.key, R.n, W.chunk);
     W.nchunks = ROW_CHUNKS;
     RowThread th[2];
-    for (int j = 0; j < 2; j++) { th[j].w = &W; th[j].dkeys = th[j].multi = 0; th[j].done = NULL; th[j].finished = 0; }
-    th[1].done = done;
-    PyThread_acquire_lock(done, WAIT_LOCK);
-    int two = PyThread_start_new_thread(row_worker, &th[1]) != PYTHREAD_INVALID_THREAD_ID;
-    if (!two) { th[1].done = NULL; PyThread_release_lock(done); } /* no thread: this one takes every chunk */
-    row_worker(&th[0]);
-    if (two) {
-        for (int spin = 0; spin < 40000 && !__atomic_load_n(&th[1].finished, __ATOMIC_ACQUIRE); spin++) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        }
-        PyThread_acquire_lock(done, WAIT_LOCK); /* the second thread is done */
-        PyThread_release_lock(done);
-    }
+    for (int j = 0; j < 2; j++) { th[j].w = &W; th[j].dkeys = th[j].multi = 0; }
+    run_pair(row_worker, &th[0], &th[1], SPIN_MAX); /* (with no second thread, th[0] takes every chunk) */
     row_batches++;
     two_thread_batches++; /* (the two-thread batches' counters count these too) */
     multi_key_leaves += th[0].multi + th[1].multi;
-    rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys, left_rows) < 0 ? -1 : 1;
-    PyThread_free_lock(done);
+    int rc = rows_serial(t, &W, &R, th[0].dkeys + th[1].dkeys, left_rows) < 0 ? -1 : 1;
     PyMem_Free(block);
     return rc;
 }
