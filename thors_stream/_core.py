@@ -25,26 +25,10 @@ from typing import Any
 import numpy as np
 
 from ._prefix import SortedPrefixMin
+from ._prefix_blocks import dd_add
 from ._queue import CANCELLED, EventQueue
 
 __all__ = ["CRingView", "PyCore", "dd_add", "queue_of"]
-
-
-def dd_add(hi: float, lo: float, w: float) -> tuple[float, float]:
-    """``(hi, lo) + w`` as a renormalised double-double (error-free TwoSum).
-
-    Exact whenever the true sum fits in a double-double, so adding then removing
-    ``w`` restores ``(hi, lo)`` exactly.
-
-    >>> dd_add(*dd_add(2.0**30, 0.0, 2.0**-30), -2.0**30)
-    (9.313225746154785e-10, 0.0)
-    """
-    s = hi + w
-    bb = s - hi
-    e = (hi - (s - bb)) + (w - bb)
-    t = lo + e
-    h = s + t
-    return h, t - (h - s)
 
 
 def _sums_exact(*arrays: np.ndarray) -> bool:
