@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("integrations and entry points", {"river", "_river_base", "_river_money", "_river_pending", "_river_state",
                                        "sklearn", "dask", "io", "cli", "demo", "money", "__main__",
                                        "__init__", "service", "cli_serve", "cli_common", "cli_fit", "cli_baseline",
-                                       "cli_replay", "cli_monitor"}),
+                                       "cli_replay", "cli_replay_segments", "cli_monitor"}),
 ]
 
 

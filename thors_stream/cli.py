@@ -340,6 +340,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "while the window holds too few negatives: an empty row)")
     r.add_argument("--max-fnr", type=_confidence, default=None, metavar="ALPHA",
                    help="Neyman-Pearson: keep the true FNR <= ALPHA with probability --confidence")
+    r.add_argument("--segment-col", default=None, metavar="COL",
+                   help="one threshold per value of this column, each segment over its own window (one row per "
+                        "segment seen so far at every written row; no --jsonl, --plot, --hysteresis, --alert-jump)")
+    r.add_argument("--min-per-class", type=_positive_int, default=None,
+                   help=f"with --segment-col: a segment whose window holds fewer events of a class decides with the "
+                        f"global threshold (default {DEFAULT_MIN_PER_CLASS})")
+    r.add_argument("--pool-weight", type=_nonneg_float, default=None, metavar="LAMBDA",
+                   help="with --segment-col: partial pooling, a segment's held events at weight 1 plus all held "
+                        "events at weight LAMBDA")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (there is one only when stderr is a terminal and tqdm is installed)")
     from .cli_serve import add_serve_parser

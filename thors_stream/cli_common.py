@@ -242,3 +242,18 @@ def _wall_seconds() -> float:
         elapsed = math.nan
     since_import = time.perf_counter() - _IMPORTED
     return elapsed if since_import <= elapsed < since_import + 3600 else since_import
+
+
+def _num(x: float | None) -> str:
+    """A cost for the trajectory CSV: exact when it is a whole number, else rounded to 12
+    significant digits (float noise gone: ``853.1199999999999`` -> ``853.12``); ``None`` -> empty.
+
+    >>> _num(853.1199999999999), _num(0.1 + 0.2), _num(1234567890123.0), _num(float("-inf")), _num(None)
+    ('853.12', '0.3', '1234567890123.0', '-inf', '')
+    """
+    if x is None:
+        return ""
+    x = float(x)
+    if not math.isfinite(x) or x.is_integer():
+        return repr(x)
+    return repr(float(f"{x:.12g}"))

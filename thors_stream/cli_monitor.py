@@ -125,6 +125,19 @@ class HeldRates:
             self._ref = r
 
 
+def held_cost(held: HeldRates, thr: float, rule: _Rule, class_prior: float | None) -> tuple[float, float, float]:
+    """``(cost, fpr, fnr)`` of the events ``held`` mirrors at ``thr``: the rule's costs times the
+    held weight of each class's errors (the money lost when the costs are money), with
+    ``class_prior`` the costs reweighted as :class:`~thors_stream.StreamingThors` does. O(sqrt m)."""
+    fpr, fnr = held.rates(thr)
+    n0, n1 = held._tot
+    if class_prior is None:
+        a, b = rule.fn_cost, rule.fp_cost
+    else:
+        a, b = class_coefficients(rule.fn_cost, rule.fp_cost, n0, n1, class_prior)
+    return a * fnr * n1 + b * fpr * n0, fpr, fnr
+
+
 class _Monitor:
     """The ``--jsonl`` monitoring log of ``thors replay``: the published threshold (with
     ``--hysteresis``, replaced only when it costs more than the optimum by that fraction on
@@ -166,13 +179,7 @@ class _Monitor:
             self.fp += money if self.rule.money else 1
 
     def _held_cost(self, thr: float) -> tuple[float, float, float]:
-        fpr, fnr = self.held.rates(thr)
-        n0, n1 = self.held._tot
-        if self.args.class_prior is None:
-            a, b = self.rule.fn_cost, self.rule.fp_cost
-        else:
-            a, b = class_coefficients(self.rule.fn_cost, self.rule.fp_cost, n0, n1, self.args.class_prior)
-        return a * fnr * n1 + b * fpr * n0, fpr, fnr
+        return held_cost(self.held, thr, self.rule, self.args.class_prior)
 
     def row(self, event: int, t: float | None, st: Any, thr: float | None, cost: float | None) -> None:
         args = self.args

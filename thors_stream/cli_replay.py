@@ -24,10 +24,12 @@ from .cli_common import (
     _check_outputs,
     _decision,
     _iso,
+    _num,
     _Rule,
     _wall_seconds,
 )
 from .cli_monitor import HeldRates, _Monitor
+from .cli_replay_segments import check_segment_options, replay_segments
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -40,6 +42,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     """
     if args.period is not None and args.time_col is None:
         raise ValueError("--period needs --time-col (the event time)")
+    check_segment_options(args)
     _check_outputs(args.data, [("--out", args.out), ("--plot", args.plot), ("--jsonl", args.jsonl)])
     if args.jsonl is not None and args.jsonl == args.out:
         raise ValueError("--jsonl and --out must be different files")
@@ -63,9 +66,12 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     monitor = args.jsonl is not None or args.hysteresis is not None or args.alert_jump is not None
     ev = read_events(args.data, score_col=args.score_col, label_col=args.label_col, weight_col=args.weight_col,
                      time_col=args.time_col, engine=args.engine, fn_cost_col=args.fn_cost_col,
-                     fp_cost_col=args.fp_cost_col, probability=args.decide_on == "margin")
+                     fp_cost_col=args.fp_cost_col, segment_col=args.segment_col,
+                     probability=args.decide_on == "margin")
     rule = _Rule(args, ev)  # the stream learns the rule's keys (scores or cost margins) with its weights
     _check_magnitudes_w(ev, rule.weights, rule.fn_cost, rule.fp_cost, args.class_prior, rule.money)
+    if args.segment_col is not None:
+        return _replay_by_segment(args, ev, rule, out_path, to_stdout)
     st = StreamingThors(fn_cost=rule.fn_cost, fp_cost=rule.fp_cost, window=args.window, period=args.period,
                         class_prior=args.class_prior, max_fpr=args.max_fpr, max_fnr=args.max_fnr,
                         confidence=args.confidence)
@@ -160,6 +166,34 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     return EXIT_OK
 
 
+def _replay_by_segment(args: argparse.Namespace, ev: Any, rule: _Rule, out_path: str, to_stdout: bool) -> int:
+    """The work of :func:`cmd_replay` with ``--segment-col`` (see :func:`replay_segments`)."""
+    n = len(ev)
+    bar = _progress(n, not args.no_progress)
+
+    def tick(i: int) -> None:
+        if bar is not None and (i + 1) % 1000 == 0:
+            bar.update(1000)
+
+    f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
+    t0 = time.perf_counter()
+    try:
+        segments, rows = replay_segments(args, ev, rule, f, _iso if ev.datetimes else repr, tick)
+        if bar is not None:
+            bar.update(n % 1000)
+        f.flush()
+    finally:
+        if bar is not None:
+            bar.close()
+        if not to_stdout:
+            f.close()
+    secs = time.perf_counter() - t0
+    where = "standard output" if to_stdout else args.out
+    print(f"replayed {n:,} events of {segments:,} segments in {secs:.2f} s ({_wall_seconds():.2f} s in all, with "
+          f"start-up and reading); {rows:,} rows written to {where}", file=sys.stderr)
+    return EXIT_OK
+
+
 def _plot_over_time(x: np.ndarray, threshold: np.ndarray, cost: np.ndarray, path: str, *, dates: bool,
                     title: str) -> None:
     """Save a PNG of the threshold and the windowed cost against time (UTC dates or seconds). O(n)."""
@@ -192,18 +226,3 @@ def _progress(total: int, enabled: bool) -> Any:
     except ImportError:
         return None
     return tqdm(total=total, unit="ev", unit_scale=True, file=sys.stderr)
-
-
-def _num(x: float | None) -> str:
-    """A cost for the trajectory CSV: exact when it is a whole number, else rounded to 12
-    significant digits (float noise gone: ``853.1199999999999`` -> ``853.12``); ``None`` -> empty.
-
-    >>> _num(853.1199999999999), _num(0.1 + 0.2), _num(1234567890123.0), _num(float("-inf")), _num(None)
-    ('853.12', '0.3', '1234567890123.0', '-inf', '')
-    """
-    if x is None:
-        return ""
-    x = float(x)
-    if not math.isfinite(x) or x.is_integer():
-        return repr(x)
-    return repr(float(f"{x:.12g}"))
