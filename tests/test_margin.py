@@ -179,3 +179,39 @@ def test_margin_thors_bad_input_changes_nothing(p, y, fn, fp, w, exc, match, mat
     with pytest.raises(exc, match=match_many):
         mt.update_many([0.1, p], [0, y], fn_cost=[3.0, fn], fp_cost=[1.0, fp], ws=None if w is None else [1.0, w])
     assert (mt.get(), len(mt), mt.thors.n_updates) == state
+
+
+def test_equal_cost_ratios_give_equal_margins_and_tie():
+    # log(fn) - log(fp) rounded twice: 2 / 1 and 200 / 100 gave margins ulps apart, and a cut between them
+    p, y, fn, fp = [0.5, 0.5], [1, 0], [2.0, 200.0], [1.0, 100.0]
+    m = cost_margins(p, fn, fp)
+    assert m[0] == m[1] == cost_margin(0.5, 200.0, 100.0) == cost_margin(0.5, 2, 1)
+    r = thors_threshold(p, y, fn_cost=fn, fp_cost=fp, decide_on="margin")
+    assert r.cost == 2.0  # flag neither (the positive's 2) rather than both (the negative's 100)
+    assert r.predict(p, fn_cost=fn, fp_cost=fp).tolist() == [False, False]
+    assert cost_margin(0.2, 4.0, 1.0) == cost_margin(0.2, 400.0, 100.0) == 0.0  # exactly on the Bayes boundary
+
+
+def test_a_ratio_beyond_the_float_range_takes_each_costs_log():
+    fn, fp = 2.0**900, 2.0**-900  # the ratio 2**1800 overflows
+    m = cost_margin(0.3, fn, fp)
+    assert m == cost_margins([0.3], fn, fp)[0]
+    assert m == pytest.approx(np.log(0.3 / 0.7) + 1800 * np.log(2.0), rel=1e-15)
+    assert cost_margins([0.3], fp, fn)[0] == pytest.approx(np.log(0.3 / 0.7) - 1800 * np.log(2.0), rel=1e-15)
+
+
+@pytest.mark.parametrize("p", [__import__("decimal").Decimal("1.00000000000000000001"), Fraction(-1, 10**400),
+                               np.longdouble(1) + np.longdouble(2) ** -63])
+def test_a_probability_just_outside_that_rounds_onto_an_end_is_refused(p):
+    if isinstance(p, np.longdouble) and p == 1:  # (no long double wider than float64 here)
+        pytest.skip("long double is float64 on this platform")
+    with pytest.raises(ValueError, match=r"probability must lie in \[0, 1\]"):
+        cost_margin(p, 1.0, 1.0)
+
+
+def test_weight_times_cost_out_of_range_names_the_values_given():
+    with pytest.raises(ValueError, match=r"sample_weight 1e-300 at position 1 times the cost 20.0 is below 2\*\*-960"):
+        thors_threshold([0.1, 0.5, 0.9], [0, 1, 1], fn_cost=[10.0, 20.0, 30.0], fp_cost=5.0,
+                        sample_weight=[1, 1e-300, 1], decide_on="margin")
+    with pytest.raises(ValueError, match=r"sample_weight 1e\+288 at position 0 times the cost 50.0 exceeds 2\*\*960"):
+        thors_threshold([0.1, 0.5], [0, 1], fn_cost=[1.0, 2.0], fp_cost=50.0, sample_weight=[1e288, 1.0])

@@ -720,3 +720,17 @@ def test_segments_pool_toward_the_global_threshold(tmp_path):
         ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, pool_weight=0.5)
     with pytest.raises(ValueError, match="pool_weight does not combine with window='auto'"):
         ThorsClassifier(Stub(), fn_cost=5.0, fp_cost=1.0, window="auto", segment="seg", pool_weight=0.5)
+
+
+@pytest.mark.skipif(not hasattr(BaseException, "add_note"), reason="exception notes: Python 3.11+")
+def test_a_cost_callable_that_raises_passes_its_error_with_the_event_named():
+    from river import linear_model
+
+    def fee(x):
+        return x["fee"]
+
+    m = ThorsClassifier(linear_model.LogisticRegression(), fn_cost="amount", fp_cost=fee)
+    with pytest.raises(KeyError) as info:
+        m.learn_one({"a": 1.0, "amount": 5.0}, True)
+    assert any("raised by fp_cost (from fee)" in n and "'amount': 5.0" in n for n in info.value.__notes__)
+    assert m.threshold == 0.0 and m.classifier.weights == {}

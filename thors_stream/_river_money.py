@@ -43,8 +43,13 @@ class MoneyPart(RiverBase):
                 raise ValueError(f"{name}: no feature {setting!r} in x{_event(key, x)}") from None
             label = f"{name} (feature {setting!r})"
         elif callable(setting):
-            v = setting(x)
             label = f"{name} (from {getattr(setting, '__name__', 'the callable')})"
+            try:
+                v = setting(x)
+            except Exception as exc:  # the user's own error, as raised; a note names the event (3.11+)
+                if hasattr(exc, "add_note"):
+                    exc.add_note(f"raised by {label}{_event(key, x)}")
+                raise
         else:  # pragma: no cover - a number is a float once checked
             return float(setting)
         if v.__class__ is float and MIN_WEIGHTED_COST <= v <= MAX_WEIGHTED_COST:

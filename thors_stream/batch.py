@@ -9,7 +9,16 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ._validation import check_class_prior, check_labels, check_scores, check_weighted_costs, check_weights
+from ._validation import (
+    MAX_WEIGHTED_COST,
+    MIN_WEIGHTED_COST,
+    _product_error,
+    check_class_prior,
+    check_labels,
+    check_scores,
+    check_weighted_costs,
+    check_weights,
+)
 from .costs import class_coefficients, resolve_costs
 from .margin import cost_margins, per_event_costs
 from .neyman_pearson import check_np_params, np_threshold_from_rows
@@ -168,9 +177,13 @@ def _per_event(scores: Any, y: Any, fn_cost: Any, fp_cost: Any, cost_matrix: Any
     sw = check_weights(sample_weight, n)
     if sw is not None:
         with np.errstate(over="ignore", under="ignore"):
-            w = w * sw
+            prod = w * sw
+        bad = ~((prod >= MIN_WEIGHTED_COST) & (prod <= MAX_WEIGHTED_COST))
+        if bad.any():  # named by the values given: the weight and the event's own cost
+            i = int(np.flatnonzero(bad)[0])
+            raise _product_error("sample_weight", float(sw[i]), float(w[i]), f" at position {i}")
+        w = prod
         check_weights(w, n, "sample_weight times the event's cost")
-        check_weighted_costs(w, 1.0, 1.0, "sample_weight times the event's cost")
     r = thors_threshold(keys, labels, fn_cost=1.0, fp_cost=1.0, sample_weight=w, **kw)
     return dataclasses.replace(r, decide_on=decide_on)
 

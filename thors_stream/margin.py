@@ -41,6 +41,11 @@ PROBA_CLIP = 2.0**-40
 
 _LO = PROBA_CLIP
 _HI = 1.0 - PROBA_CLIP
+# the cost ratio's log is taken of the ratio itself when it is a normal float (one rounding, so
+# equal ratios give equal margins: 2 / 1 and 200 / 100 tie), else of each cost (a ratio beyond
+# 2**±1022: costs lie in [2**-960, 2**960])
+_NORMAL_MIN = 2.0**-1022
+_NORMAL_MAX = float(np.finfo(np.float64).max)
 
 
 def _cost(value: Any, name: str, where: str) -> float:
@@ -52,7 +57,14 @@ def _cost(value: Any, name: str, where: str) -> float:
 
 def _proba(value: Any, where: str) -> float:
     p = real_number(value, "probability", where)
-    if not 0.0 <= p <= 1.0:
+    outside = not 0.0 <= p <= 1.0
+    if not outside and (p == 0.0 or p == 1.0) and value.__class__ not in (float, int, bool):
+        # a Decimal, Fraction or long double just outside [0, 1] rounds onto its ends: compare it as given
+        try:
+            outside = bool(value < 0 or value > 1)
+        except TypeError:
+            pass
+    if outside:
         raise ValueError(f"probability must lie in [0, 1], got {_show(value)}{where}")
     return p
 
@@ -79,7 +91,9 @@ def cost_margin(p: Any, fn_cost: Any, fp_cost: Any, *, where: str = "") -> float
     fn = _cost(fn_cost, "fn_cost", where)
     fp = _cost(fp_cost, "fp_cost", where)
     q = _LO if q < _LO else _HI if q > _HI else q
-    return math.log(q) - math.log1p(-q) + (math.log(fn) - math.log(fp))
+    r = fn / fp
+    ratio_log = math.log(r) if _NORMAL_MIN <= r <= _NORMAL_MAX else math.log(fn) - math.log(fp)
+    return math.log(q) - math.log1p(-q) + ratio_log
 
 
 def margin_weight(y: bool, fn_cost: float, fp_cost: float) -> float:
@@ -136,5 +150,10 @@ def cost_margins(p: Any, fn_cost: Any, fp_cost: Any) -> np.ndarray:
     fn = per_event_costs(fn_cost, n, "fn_cost")
     fp = per_event_costs(fp_cost, n, "fp_cost")
     q = np.clip(q, _LO, _HI)
-    out: np.ndarray = np.log(q) - np.log1p(-q) + (np.log(fn) - np.log(fp))
+    with np.errstate(over="ignore", under="ignore"):
+        r = fn / fp
+    normal = (r >= _NORMAL_MIN) & (r <= _NORMAL_MAX)
+    with np.errstate(divide="ignore"):  # (the log of a ratio out of range is not used)
+        ratio_log = np.where(normal, np.log(np.where(normal, r, 1.0)), np.log(fn) - np.log(fp))
+    out: np.ndarray = np.log(q) - np.log1p(-q) + ratio_log
     return out
