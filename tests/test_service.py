@@ -266,3 +266,18 @@ def test_thors_serve_refuses_a_store_it_cannot_use_naming_it(tmp_path, capsys):
     assert "other settings" in capsys.readouterr().err
     assert main(["serve", "--store", str(path), "--fn-cost", "5", "--fp-cost", "1", "--window", "0"]) == 2
     assert "--window" in capsys.readouterr().err
+
+
+def test_a_key_with_a_lone_surrogate_is_decided_stored_and_matched(tmp_path):
+    # valid JSON ("\ud800" escaped), but no UTF-8 form: SQLite could not hold it as text, and the failed
+    # commit left the pending counter wrong for good
+    body = '{"events": [{"key": "ok-1", "score": 0.3}, {"key": "\\ud800", "score": 0.5}]}'
+    headers = {"Content-Type": "application/json"}
+    with _client(tmp_path / "s.sqlite") as client:
+        assert client.post("/v1/decide", content=body, headers=headers).status_code == 200
+        assert client.get("/v1/threshold?bounds=false").json()["pending"] == 2
+    with _client(tmp_path / "s.sqlite") as client:
+        assert client.get("/v1/threshold?bounds=false").json()["pending"] == 2
+        labels = '{"labels": [{"key": "ok-1", "label": 0}, {"key": "\\ud800", "label": 1}]}'
+        assert client.post("/v1/labels", content=labels, headers=headers).json()["matched"] == 2
+        assert client.get("/v1/threshold?bounds=false").json()["pending"] == 0

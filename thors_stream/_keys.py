@@ -109,21 +109,32 @@ def _canonical(k: Any, depth: int) -> list[Any]:
                     f"{KEY_DEPTH} deep), got {k!r}"[:400])
 
 
+def _utf8(s: str) -> bool:
+    """Whether SQLite can hold ``s`` as TEXT: UTF-8 has no form for a lone surrogate
+    (``"\\ud800"``), which JSON escapes instead."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def db_key(k: Any) -> tuple[Any, str | None]:
     """``(lookup value, tagged form or None)`` of the key ``k`` for an SQLite column without
-    type affinity: a ``str`` is itself (TEXT), an integral number in the int64 range an
+    type affinity: a ``str`` is itself (TEXT; one with a lone surrogate, which UTF-8 cannot
+    encode, a BLOB as below), an integral number in the int64 range an
     INTEGER, any other finite or infinite float a REAL, and everything else (bytes, None,
     tuples, larger integers) a BLOB ``b"j"`` + the canonical tagged JSON (its own type, so it
     can never equal a TEXT, INTEGER or REAL). The tagged form (:func:`encode_key`, as JSON) is
     kept when the lookup value would not give the key back with its type. A NaN key raises
     ``ValueError``; a key of another type ``TypeError``. O(size of the key)."""
     t = type(k)
-    if t is str:
+    if t is str and (k.isascii() or _utf8(k)):
         return k, None
     if t is int and -_I64 <= k < _I64:
         return k, None
     c = _canonical(k, 0)
-    if c[0] == "s":
+    if c[0] == "s" and _utf8(c[1]):
         v: Any = c[1]
     elif c[0] == "i" and -_I64 <= c[1] < _I64:
         v = c[1]

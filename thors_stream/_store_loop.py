@@ -9,11 +9,12 @@ Users import it from :mod:`thors_stream.store`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -43,6 +44,30 @@ from .neyman_pearson import NPInfeasibleError
 from .segments import SegmentedStreamingThors
 from .selection import WindowSelector
 from .stream import StreamingThors
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _whole(method: _F) -> _F:
+    """A :class:`DecisionLoop` operation as a whole: the store is marked busy while it runs, so a
+    KeyboardInterrupt part-way leaves it refusing further operations and makes ``close()`` roll
+    back to the last commit (as after a crash) rather than write a half-done operation. An
+    ordinary error clears the mark (each operation checks its input before changing anything)."""
+
+    @functools.wraps(method)
+    def run(self: DecisionLoop, *args: Any, **kwargs: Any) -> Any:
+        store = self.store
+        store._begin()
+        try:
+            out = method(self, *args, **kwargs)
+        except Exception:
+            store._busy = False
+            raise
+        store._busy = False
+        return out
+
+    return run  # type: ignore[return-value]
+
 
 _KIND = "DecisionLoop"
 
@@ -380,6 +405,7 @@ class DecisionLoop:
         self.store._segment_text(segment)  # hashable and storable, or raises
         return segment
 
+    @_whole
     def decide(self, key: Hashable, score: float, *, fn_cost: float | None = None, fp_cost: float | None = None,
                segment: Any = None, t: Any = None, model_labels: int = 0) -> bool:
         """Whether to flag the event, and store the decision under ``key`` for its label.
@@ -418,6 +444,7 @@ class DecisionLoop:
         self.store.tick()
         return flag
 
+    @_whole
     def decide_many(self, keys: Sequence[Hashable], scores: Any, *, fn_cost: Any = None, fp_cost: Any = None,
                     segments: Sequence[Any] | None = None, t: Any = None, model_labels: int = 0) -> Decisions:
         """:meth:`decide` for a batch, with the same answers: every value is checked first
@@ -531,6 +558,7 @@ class DecisionLoop:
             check_weighted_costs(wt, self.fn_cost, self.fp_cost)
         return wt
 
+    @_whole
     def label(self, key: Hashable, y: Any, *, w: float | None = None) -> bool:
         """Learn the label ``y`` (0/1, ``False``/``True``) of the decision stored under ``key``,
         with its decision-time score (and costs); ``True`` when it was found. ``w`` (> 0): a
@@ -570,6 +598,7 @@ class DecisionLoop:
         store._n_logged += 1
         self.n_positive_labels += pos
 
+    @_whole
     def label_many(self, keys: Sequence[Hashable], ys: Any, *, w: Any = None) -> np.ndarray:
         """:meth:`label` for a batch, in order, with the same results (one bool per key:
         matched); every label and weight is checked first (a bad one raises naming its
@@ -617,16 +646,20 @@ class DecisionLoop:
         return out
 
     # ---------------------------------------------------------------- lifecycle
+    @_whole
     def commit(self, *, checkpoint: bool = False) -> None:
         """Commit now (see :meth:`PendingStore.commit`)."""
         self.store.commit(checkpoint=checkpoint)
 
+    @_whole
     def tick(self) -> bool:
         """Commit if one is due (for an idle loop: the tail of a burst; see :meth:`PendingStore.tick`)."""
         return self.store.tick()
 
     def close(self) -> None:
-        """Commit, write a checkpoint, release the store. Idempotent."""
+        """Commit, write a checkpoint, release the store. Idempotent. After an operation or a
+        commit that was interrupted (a KeyboardInterrupt) or failed part-way, nothing more is
+        written: the store is released at its last commit, as after a crash."""
         self.store.close()
 
     def __enter__(self) -> DecisionLoop:

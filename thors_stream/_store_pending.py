@@ -183,6 +183,13 @@ class PendingStore:
         self._n_logged: int = meta["n_logged"]
         self._n_checkpoints: int = meta["n_checkpoints"]
         self._closed = False
+        # interrupts and failures part-way: _busy while an owner's operation runs (an ordinary
+        # error clears it: every operation checks its input before it changes anything), _torn
+        # from the start of a commit until the batch and the counters agree; either one left
+        # set (a KeyboardInterrupt, a failed write) makes close() roll back to the last commit,
+        # as after a crash, and the store refuse every operation until then
+        self._busy = False
+        self._torn = False
         self._buf: dict[Any, tuple[Any, ...]] = {}  # decisions not yet written: lookup value -> row
         self._logbuf: list[tuple[Any, ...]] = []
         self._ops_base = self._next_seq + self._n_labels  # operations so far, at the last commit
@@ -300,6 +307,16 @@ class PendingStore:
     def _check_open(self) -> None:
         if self._closed:
             raise ValueError(f"{self._where} is closed")
+        if self._torn:
+            raise ValueError(f"{self._where}: a commit was interrupted or failed part-way; close it (what was not "
+                             "committed is rolled back, as after a crash) and open it again")
+
+    def _begin(self) -> None:
+        """An owner's operation starts (see ``_busy``): refused after one that was interrupted."""
+        if self._busy:
+            raise ValueError(f"{self._where}: an operation was interrupted part-way; close it (what was not "
+                             "committed is rolled back, as after a crash) and open it again")
+        self._busy = True
 
     def put(self, key: Hashable, score: float, *, fn_cost: float = 1.0, fp_cost: float = 1.0,
             segment: Any = _NO_SEGMENT, t: Any = None, model_labels: int = 0) -> None:
@@ -568,15 +585,16 @@ class PendingStore:
         ``checkpoint_every`` events were logged since the last one) a checkpoint of the owner's
         state (``state_fn()``) replacing the logged events. O(batch log n) (+ the checkpoint)."""
         self._check_open()
+        self._torn = True  # (cleared once written: see __init__)
         conn = self._conn
         ops = self._next_seq + self._n_labels - self._ops_base
         if self._buf:
             rows = list(self._buf.values())
-            self._buf.clear()
             added = conn.executemany(_INSERT, rows).rowcount
             if added < len(rows):  # keys decided again: their older decision is replaced
                 conn.executemany("UPDATE pending SET seq=?, score=?, t=?, x=? WHERE k=? AND seq<>?",
                                  [(r[1], r[2], r[3], r[4], r[0], r[1]) for r in rows])
+            self._buf.clear()
             self._pending += added
         if self._age_n is not None or self._age_s is not None:
             self._sweep(2 * ops + 64)
@@ -606,6 +624,7 @@ class PendingStore:
         conn.execute("BEGIN IMMEDIATE")
         self._ops_base = self._next_seq + self._n_labels
         self._last_commit = time.monotonic()
+        self._torn = False
 
     def _sweep(self, budget: int) -> None:
         """Delete the decisions past the horizon among the next ``budget`` keys (in key order,
@@ -636,14 +655,19 @@ class PendingStore:
         file, and release the file and its lock. Idempotent."""
         if self._closed:
             return
+        if self._busy or self._torn:  # interrupted or failed part-way: nothing more is written
+            self.abandon()
+            return
         try:
             self.commit(checkpoint=self.state_fn is not None and self._n_logged > 0)
             self._conn.execute("COMMIT")
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        finally:
-            self._closed = True
-            self._conn.close()
-            os.close(self._lock_fd)
+        except BaseException:
+            self.abandon()  # (what a failed or interrupted commit began is rolled back)
+            raise
+        self._closed = True
+        self._conn.close()
+        os.close(self._lock_fd)
 
     def abandon(self) -> None:
         """Release the file and its lock *without* committing (what a crash does, minus the
@@ -652,7 +676,8 @@ class PendingStore:
             return
         self._closed = True
         try:
-            self._conn.execute("ROLLBACK")
+            if self._conn.in_transaction:  # (none when a commit was interrupted between its COMMIT and BEGIN)
+                self._conn.execute("ROLLBACK")
         finally:
             self._conn.close()
             os.close(self._lock_fd)
