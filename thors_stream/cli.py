@@ -36,7 +36,9 @@ import argparse
 import math
 import os
 import re
+import signal
 import sys
+import threading
 from typing import Any
 
 # the commands, each in its own module (imported here: they load numpy only, their heavy
@@ -364,6 +366,37 @@ def _error_text(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP (a ``timeout``, a scheduler's stop, a closed terminal) while a command
+    runs: raised like a KeyboardInterrupt, so the staged outputs are removed on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise _Stopped(signum)
+
+
+def _catch_stops() -> dict[int, Any]:
+    """Turn SIGTERM and SIGHUP into :class:`_Stopped` where their handler is the default one (main
+    thread only); returns the handlers replaced, for :func:`_restore`."""
+    old: dict[int, Any] = {}
+    if threading.current_thread() is not threading.main_thread():
+        return old
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+            old[sig] = signal.signal(sig, _stop)
+    return old
+
+
+def _restore(old: dict[int, Any]) -> None:
+    for sig, handler in old.items():
+        signal.signal(sig, handler)
+
+
 def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     try:
@@ -376,6 +409,7 @@ def _run(argv: list[str] | None) -> int:
     if missing:
         print(_missing_text(f"thors {args.command}", missing), file=sys.stderr)
         return EXIT_INPUT
+    stops = _catch_stops() if args.command != "serve" else {}  # (the service stops gracefully on its own)
     try:
         if args.command == "demo":
             from .demo import run_demo
@@ -401,6 +435,11 @@ def _run(argv: list[str] | None) -> int:
     except (ValueError, ImportError, OSError) as exc:  # InputError is a ValueError
         print(f"thors {args.command}: error: {_error_text(exc)}", file=sys.stderr)
         return EXIT_INPUT
+    except _Stopped as exc:
+        print(f"thors: stopped by {signal.Signals(exc.signum).name}", file=sys.stderr)
+        return 128 + exc.signum
+    finally:
+        _restore(stops)
 
 
 def _silence_stdout() -> None:
