@@ -324,3 +324,12 @@ def test_both_engines_give_the_same_answer_or_the_same_error(tmp_path, name):
         except InputError as exc:
             results.append(str(exc))
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("cmd", ["fit", "replay"])
+def test_an_output_path_ending_with_a_slash_is_refused_not_written_as_a_file(tmp_path, capsys, small, cmd):
+    target = tmp_path / "newdir"
+    extra = ["--window", "3"] if cmd == "replay" else []
+    code, out, err = run([cmd, str(small), *COLS, *COSTS, *extra, "--out", f"{target}/"], capsys)
+    assert refused(code, out, err, f"--out {target}/ names a directory (it ends with a slash)")
+    assert not target.exists()

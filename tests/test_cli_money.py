@@ -382,3 +382,29 @@ def test_segments_in_margin_mode(pay, tmp_path, capsys):
     code, out, _ = run(["fit", path, *BASE, *MARGIN, "--segment-col", "cat", "--pool-weight", 0.1, "--json"], capsys)
     d = json.loads(out)
     assert code == 0 and {v["source"] for v in d["segments"].values()} == {"pooled"}
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (lambda d: d["decision"].update(fp_cost={"value": 0}), "release.decision.fp_cost.value: must be > 0, got 0"),
+    (lambda d: d["decision"].update(fn_cost={"column": "nope"}),
+     "--baseline {rel} decides with the cost column(s) ['nope']: "),
+])
+def test_a_hand_edited_baseline_is_named_in_the_error(pay, tmp_path, capsys, edit, needle):
+    path, *_ = pay
+    rel = tmp_path / "rel.json"
+    assert run(["fit", path, *BASE, *MARGIN, "--out", rel], capsys)[0] == 0
+    doc = json.loads(rel.read_text())
+    edit(doc)
+    rel.write_text(json.dumps(doc))
+    code, out, err = run(["fit", path, *BASE, *MARGIN, "--baseline", rel], capsys)
+    assert code == 2 and needle.format(rel=rel) in err and str(rel) in err
+
+
+def test_a_release_file_with_a_name_given_twice_is_refused(pay, tmp_path, capsys):
+    path, *_ = pay
+    rel = tmp_path / "rel.json"
+    assert run(["fit", path, *BASE, "--fn-cost", 30, "--fp-cost", 5, "--out", rel], capsys)[0] == 0
+    text = rel.read_text()
+    rel.write_text(text.replace('"threshold": ', '"threshold": 5.0, "threshold": ', 1))
+    code, _, err = run(["fit", path, *BASE, "--fn-cost", 30, "--fp-cost", 5, "--baseline", rel], capsys)
+    assert code == 2 and "the name 'threshold' appears twice in one object" in err

@@ -52,8 +52,11 @@ def _baseline_keys(args: argparse.Namespace, old: dict[str, Any], ev: Any) -> np
                              "does not read, and standard input cannot be read twice: give the data as a file")
         from .io import read_events
 
-        extra = read_events(args.data, score_col=args.score_col, label_col=args.label_col, engine=args.engine,
-                            fn_cost_col=need[0], fp_cost_col=need[1] if len(need) > 1 else None)
+        try:
+            extra = read_events(args.data, score_col=args.score_col, label_col=args.label_col, engine=args.engine,
+                                fn_cost_col=need[0], fp_cost_col=need[1] if len(need) > 1 else None)
+        except ValueError as exc:
+            raise ValueError(f"--baseline {args.baseline} decides with the cost column(s) {need}: {exc}") from None
         have[need[0]] = extra.fn_costs
         if len(need) > 1:
             have[need[1]] = extra.fp_costs
@@ -61,7 +64,10 @@ def _baseline_keys(args: argparse.Namespace, old: dict[str, Any], ev: Any) -> np
     def cost(spec: dict[str, Any]) -> Any:
         return have[spec["column"]] if "column" in spec else spec["value"]
 
-    return cost_margins(ev.scores, cost(old["fn_cost"]), cost(old["fp_cost"]))
+    try:
+        return cost_margins(ev.scores, cost(old["fn_cost"]), cost(old["fp_cost"]))
+    except ValueError as exc:  # (a cost the baseline gives, or one of its columns)
+        raise ValueError(f"--baseline {args.baseline}: its decision's costs: {exc}") from None
 
 
 def _costs_text(dec: dict[str, Any]) -> str:

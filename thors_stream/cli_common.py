@@ -42,12 +42,15 @@ def _same_file(a: str, b: str) -> bool:
 
 
 def _check_outputs(data: str, outputs: list[tuple[str, str | None]]) -> None:
-    """Refuse an output path that is the input file (it would be overwritten), and two
-    outputs that are one file (``x.csv`` and ``./x.csv``: the second would replace the first)."""
+    """Refuse an output path that ends with a slash (a directory), that is the input file
+    (it would be overwritten), and two outputs that are one file (``x.csv`` and ``./x.csv``: the
+    second would replace the first)."""
     seen: dict[str, str] = {}
     for option, path in outputs:
         if path is None or path == "-":
             continue
+        if path.endswith(("/", os.sep)) and not os.path.isdir(path):  # (an existing one is refused later)
+            raise ValueError(f"{option} {path} names a directory (it ends with a slash); give a file name")
         if _same_file(data, path):
             raise ValueError(f"{option} {path} is the input file; refusing to overwrite it")
         real = os.path.normcase(os.path.realpath(path))

@@ -190,6 +190,8 @@ def _check(v: Any, sch: dict[str, Any], root: dict[str, Any], where: str) -> str
             return f"{where}: must be finite, got {v!r}"
         if "minimum" in sch and v < sch["minimum"]:
             return f"{where}: must be >= {sch['minimum']}, got {v!r}"
+        if "exclusiveMinimum" in sch and v <= sch["exclusiveMinimum"]:
+            return f"{where}: must be > {sch['exclusiveMinimum']}, got {v!r}"
         if "maximum" in sch and v > sch["maximum"]:
             return f"{where}: must be <= {sch['maximum']}, got {v!r}"
     if isinstance(v, str) and "pattern" in sch and not re.fullmatch(sch["pattern"], v):
@@ -290,9 +292,17 @@ def read_release(path: str) -> dict[str, Any]:
     def no_constants(c: str) -> Any:
         raise ValueError(f"non-standard JSON constant {c}")
 
+    def one_value_per_name(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for name, _ in pairs:  # (which of two values wins would be the reader's guess)
+            if name in seen:
+                raise ValueError(f"the name {name!r} appears twice in one object")
+            seen.add(name)
+        return dict(pairs)
+
     try:
         with open(path, encoding="utf-8") as f:
-            doc = json.load(f, parse_constant=no_constants)
+            doc = json.load(f, parse_constant=no_constants, object_pairs_hook=one_value_per_name)
     except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:
         raise ValueError(f"{path}: not a release file (not valid JSON: {str(exc).splitlines()[0]})") from None
     except RecursionError:
