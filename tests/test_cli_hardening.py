@@ -333,3 +333,13 @@ def test_an_output_path_ending_with_a_slash_is_refused_not_written_as_a_file(tmp
     code, out, err = run([cmd, str(small), *COLS, *COSTS, *extra, "--out", f"{target}/"], capsys)
     assert refused(code, out, err, f"--out {target}/ names a directory (it ends with a slash)")
     assert not target.exists()
+
+
+@pytest.mark.parametrize("engine", ["python", "pyarrow"])
+def test_an_unclosed_quote_is_named_at_the_line_it_opens(tmp_path, capsys, engine):
+    rows = [f"{i / 100},{i % 2}" for i in range(50)]
+    rows[4] = '"' + rows[4]  # line 6 of the file opens a quote that never closes
+    p = tmp_path / "q.csv"
+    p.write_text("score,label\n" + "\n".join(rows) + "\n")
+    code, out, err = run(["fit", str(p), *COLS, *COSTS, "--engine", engine], capsys)
+    assert refused(code, out, err, f"{p} line 6: a quoted field opened on this line runs to line 51")

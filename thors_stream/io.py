@@ -428,11 +428,17 @@ def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None], probab
             t: list[float] = []
             dates = False
             far: tuple[int, str] | None = None  # the first time in seconds that no date-time can write
+            last = reader.line_num  # the line the previous row ended on
             for row in reader:
                 if not row or (len(row) == 1 and not row[0].strip()):
+                    last = reader.line_num
                     continue  # blank line
                 try:
                     if len(row) < need:
+                        if reader.line_num > last + 1 and any("\n" in f or "\r" in f for f in row):
+                            raise InputError(f"{name} line {last + 1}: a quoted field opened on this line runs to "
+                                             f"line {reader.line_num} (a quote not closed?), leaving {len(row)} of "
+                                             f"{need} fields")
                         raise ValueError(f"expected at least {need} fields, got {len(row)}")
                     sv = _number(row[si], "score")
                     if probability and not 0.0 <= sv <= 1.0:
@@ -460,8 +466,11 @@ def _read_csv_stdlib_limited(src: _Source, wanted: dict[str, str | None], probab
                         dates = dates or isdate
                         if far is None and not TIME_MIN <= tv <= TIME_MAX:
                             far = (reader.line_num, row[ti])
+                except InputError:
+                    raise
                 except ValueError as exc:
                     raise InputError(f"{name} line {reader.line_num}: {exc}") from None
+                last = reader.line_num
         except csv.Error as exc:
             raise _csv_error(name, reader.line_num, exc) from None
     if not s:
