@@ -396,7 +396,7 @@ def test_a_hand_edited_baseline_is_named_in_the_error(pay, tmp_path, capsys, edi
     doc = json.loads(rel.read_text())
     edit(doc)
     rel.write_text(json.dumps(doc))
-    code, out, err = run(["fit", path, *BASE, *MARGIN, "--baseline", rel], capsys)
+    code, _, err = run(["fit", path, *BASE, *MARGIN, "--baseline", rel], capsys)
     assert code == 2 and needle.format(rel=rel) in err and str(rel) in err
 
 
