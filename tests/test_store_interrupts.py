@@ -160,3 +160,43 @@ def test_a_key_with_a_lone_surrogate_is_stored_and_matched(tmp_path, key):
         assert again.pending == 0
     with DecisionLoop(path, **KW) as third:
         assert third.pending == 0 and third.matched == 2
+
+
+class FixedModel:
+    """A river-like model scoring x["s"]."""
+
+    def predict_proba_one(self, x):
+        return {True: x["s"], False: 1.0 - x["s"]}
+
+    def learn_one(self, x, y, **kw):
+        pass
+
+
+def test_a_thors_classifier_interrupted_after_its_model_learned_rolls_its_store_back(tmp_path, monkeypatch):
+    from thors_stream.river import ThorsClassifier
+
+    path = tmp_path / "pending.sqlite"
+    opts = dict(commit_every=10**6, commit_interval=1.0)
+    tc = ThorsClassifier(FixedModel(), fn_cost=5.0, fp_cost=1.0, warm_up=0, store=path, store_options=opts)
+    for k in range(4):
+        tc.predict_one({"s": k / 4}, key=f"tx-{k}")
+    tc.learn_one({"s": 0.0}, False, key="tx-0")
+    tc.commit()
+    tc.predict_one({"s": 0.9}, key="tx-9")  # not committed: lost with the rollback, as in a crash
+
+    def cut(*a, **k):  # the decision is taken from the store; the thresholder has not learned it
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tc, "_apply", cut)
+    with pytest.raises(KeyboardInterrupt):
+        tc.learn_one({"s": 0.25}, True, key="tx-1")
+    with pytest.raises(ValueError, match="interrupted part-way"):
+        tc.predict_one({"s": 0.5}, key="tx-5")
+    tc.close()
+    again = ThorsClassifier(FixedModel(), fn_cost=5.0, fp_cost=1.0, warm_up=0, store=path, store_options=opts)
+    try:
+        assert (again.n_pending, again.n_matched, len(again.thors)) == (3, 1, 1)
+        again.learn_one({"s": 0.25}, True, key="tx-1")  # still pending: learned now
+        assert (again.n_pending, again.n_matched, len(again.thors)) == (2, 2, 2)
+    finally:
+        again.close()

@@ -159,8 +159,14 @@ class PendingPart(RiverBase):
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} (event key {_show(key)})") from None
         db._check_open()
-        db._put(v, kt, s, time.time(), x)
-        db.tick()
+        db._begin()  # (an interrupt part-way: the store refuses, and closing rolls back to its last commit)
+        try:
+            db._put(v, kt, s, time.time(), x)
+            db.tick()
+        except Exception:
+            db._busy = False
+            raise
+        db._busy = False
 
     def _learn_stored(self, x: dict[Hashable, Any], y: Any, pos: bool, key: Hashable | None, w: float | None,
                       wt: float, tf: float | None, kwargs: dict[str, Any]) -> None:
@@ -217,6 +223,18 @@ class PendingPart(RiverBase):
             model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
         first_negative = not pos and self._neg_seen is None
         self.classifier.learn_one(x, y, **model_kwargs)
+        db._begin()  # from here to the end as a whole (see _db_put)
+        try:
+            self._record_learned(db, key, pos, y, s, weight, tf, seg, nm, first_negative, margin)
+        except Exception:
+            db._busy = False
+            raise
+        db._busy = False
+
+    def _record_learned(self, db: Any, key: Hashable | None, pos: bool, y: Any, s: float, weight: float,
+                        tf: float | None, seg: Any, nm: int, first_negative: bool, margin: bool) -> None:
+        """The end of :meth:`_learn_stored`, once the model has learned: the decision taken
+        from the store, the thresholder updated, the event logged, the commit if due."""
         if key is not None:
             db.take(key)  # the decision (or, with on_unknown="score", the unknown key's count)
         if first_negative:
