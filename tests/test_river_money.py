@@ -734,3 +734,20 @@ def test_a_cost_callable_that_raises_passes_its_error_with_the_event_named():
         m.learn_one({"a": 1.0, "amount": 5.0}, True)
     assert any("raised by fp_cost (from fee)" in n and "'amount': 5.0" in n for n in info.value.__notes__)
     assert m.threshold == 0.0 and m.classifier.weights == {}
+
+
+@pytest.mark.parametrize("p", [None, "0.4"])
+def test_a_probability_that_is_not_a_number_names_the_event(p):
+    class Odd:
+        def predict_proba_one(self, x):
+            return {True: p}
+
+        def learn_one(self, x, y, **kw):
+            pass
+
+    m = ThorsClassifier(Odd(), fn_cost="amount", fp_cost=5.0, warm_up=0)
+    with pytest.raises(TypeError, match=r"must be a real number, got .* \(event key 'tx-9'\)"):
+        m.predict_one({"amount": 3.0}, key="tx-9")
+    with pytest.raises(TypeError, match=r"must be a real number, got .* \(event x=\{'amount': 3.0\}\)"):
+        m.learn_one({"amount": 3.0}, True)
+    assert m.n_pending == 0 and len(m.thors) == 0

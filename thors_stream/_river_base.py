@@ -68,11 +68,12 @@ _RESCORE = object()
 """What :meth:`ThorsClassifier._lookup` answers for an unknown key under ``on_unknown="score"``."""
 
 
-def _probability(value: Any) -> float:
+def _probability(value: Any, where: str = "") -> float:
     """A model's probability that is not a ``float`` (a numpy scalar, an ``int``) as one; a
-    string, a bool or ``None`` is refused with ``TypeError`` rather than converted."""
+    string, a bool or ``None`` is refused with ``TypeError`` rather than converted (``where``,
+    e.g. ``" (event key 'tx-9')"``, appended to the message)."""
     try:
-        return real_number(value, "the model's probability of the positive class")
+        return real_number(value, "the model's probability of the positive class", where)
     except ValueError:  # nan/inf: the callers refuse non-finite scores with their own message
         return float(value)
 
@@ -243,7 +244,7 @@ class RiverBase:
 
     def _score_now(self, x: dict[Hashable, Any], kwargs: dict[str, Any]) -> float:
         score = self._proba(x, kwargs).get(self.pos_label, 0.0)
-        return score if type(score) is float else _probability(score)
+        return score if type(score) is float else _probability(score, _event(None, x))
 
     @staticmethod
     def _reject_score(score: float) -> None:

@@ -31,6 +31,7 @@ from river import base
 from ._river_base import (
     _RESCORE,
     _cost_setting,
+    _event,
     _is_one,
     _probability,
     _same_features,
@@ -613,7 +614,7 @@ class ThorsClassifier(PendingPart, MoneyPart, StatePart, base.Wrapper[base.Class
         pos = self.pos_label
         score = proba.get(pos, 0.0) if proba else 0.0
         if type(score) is not float:
-            score = _probability(score)
+            score = _probability(score, _event(key, x))
         if key is not None:
             self._store(key, self._margin_entry(score, x, key) if self._margin else score)
         self._cache_x = _snapshot(x)
@@ -644,7 +645,7 @@ class ThorsClassifier(PendingPart, MoneyPart, StatePart, base.Wrapper[base.Class
                 proba = self._proba(x, kwargs)  # raises the explanatory error
         score = proba.get(self.pos_label, 0.0)
         if type(score) is not float:
-            score = _probability(score)
+            score = _probability(score, _event(key, x))
         if self._special:  # segment= or per-event costs
             decision = self._decide_special(x, score, key)
             if self._plain_labels:
