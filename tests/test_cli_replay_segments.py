@@ -198,3 +198,38 @@ def test_a_missing_segment_column_is_named_and_nothing_is_written(tmp_path, caps
     code = main(["replay", str(tmp_path / "e.csv"), "--score-col", "score", "--label-col", "label", "--segment-col",
                  "merchant", "--fn-cost", "1", "--fp-cost", "1", "--window", "5", "--out", str(out)])
     assert code == 2 and "merchant" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_segment_below_support_under_a_rate_cap_takes_the_global_threshold(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    events = [(round(float(s), 4), bool(y), "big") for s, y in zip(rng.random(400), rng.random(400) < 0.3)]
+    events.append((0.5, True, "small"))
+    write(tmp_path / "np.csv", events)
+    code, rows = replay(tmp_path / "np.csv", "--fn-cost", 1, "--fp-cost", 1, "--window", 1000, "--every", 401,
+                        "--max-fpr", 0.05, capsys=capsys)
+    assert code == 0
+    big, small = rows
+    assert small["source"] == "global" and small["threshold"] == big["threshold"] != "None"
+    assert small["fnr"] == ("0.0" if float(small["threshold"]) < 0.5 else "1.0")
+
+
+def test_a_pool_weight_out_of_range_is_refused_before_reading(tmp_path, capsys):
+    code = main(["replay", str(tmp_path / "absent.csv"), "--score-col", "score", "--label-col", "label",
+                 "--segment-col", "region", "--fn-cost", "1", "--fp-cost", "1", "--window", "5", "--pool-weight",
+                 "0", "--out", str(tmp_path / "o.csv")])
+    assert code == 2 and "--pool-weight must be in [2**-32, 2**32]" in capsys.readouterr().err
+
+
+def test_many_segments_each_get_their_rows(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    n = 3000
+    events = [(round(float(s), 3), bool(y), f"m{g}") for s, y, g in
+              zip(rng.random(n), rng.random(n) < 0.3, rng.integers(0, 1500, n))]
+    write(tmp_path / "m.csv", events)
+    code, rows = replay(tmp_path / "m.csv", "--fn-cost", 2, "--fp-cost", 1, "--window", 50, "--every", n,
+                        "--min-per-class", 1, capsys=capsys)
+    assert code == 0
+    held = {}
+    for _, _, g in events:
+        held[g] = min(held.get(g, 0) + 1, 50)
+    assert {r["segment"]: int(r["held"]) for r in rows} == held

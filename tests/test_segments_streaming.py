@@ -473,3 +473,15 @@ def test_auto_on_cost_margins_with_times():
         want = ref[k].get() if ref[k].experts[-1].result().is_supported(5) else ref_global.get()
         assert st_.get(k) == untimed.get(k) == want
     assert st_.source("a") == "segment" and st_.source("c") == "global"
+
+
+def test_a_segment_below_support_takes_the_global_threshold_under_a_rate_cap():
+    # its own summary has no capped threshold (one event): get() raised instead of answering the global one
+    rng = np.random.default_rng(0)
+    seg = SegmentedStreamingThors(fn_cost=1, fp_cost=1, window=1000, max_fpr=0.05, min_per_class=5)
+    for s, y in zip(rng.random(400), rng.random(400) < 0.3):
+        seg.update("big", float(s), bool(y))
+    seg.update("small", 0.5, True)
+    assert seg.source("small") == "global"
+    assert seg.get("small") == seg.global_threshold() == seg.get("never seen")
+    assert seg.get("big") == seg.result("big").threshold

@@ -200,3 +200,48 @@ def test_a_thors_classifier_interrupted_after_its_model_learned_rolls_its_store_
         assert (again.n_pending, again.n_matched, len(again.thors)) == (2, 2, 2)
     finally:
         again.close()
+
+
+class CountingModel(FixedModel):
+    def __init__(self):
+        self.learned = 0
+
+    def learn_one(self, x, y, **kw):
+        self.learned += 1
+
+
+@pytest.mark.parametrize("then", ["commit", "unknown keys", "learn"])
+def test_after_an_interrupted_classifier_operation_nothing_reaches_the_store_or_the_model(tmp_path, monkeypatch,
+                                                                                           then):
+    from thors_stream.river import ThorsClassifier
+
+    path = tmp_path / "pending.sqlite"
+    opts = dict(commit_every=3, commit_interval=1.0)
+    model = CountingModel()
+    tc = ThorsClassifier(model, fn_cost=5.0, fp_cost=1.0, warm_up=0, store=path, store_options=opts)
+    for k in range(4):
+        tc.predict_one({"s": k / 4}, key=f"tx-{k}")
+    tc.commit()
+
+    def cut(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tc, "_apply", cut)
+    with pytest.raises(KeyboardInterrupt):
+        tc.learn_one({"s": 0.25}, True, key="tx-1")  # the decision taken, the thresholder not updated
+    monkeypatch.undo()
+    learned = model.learned
+    with pytest.raises(ValueError, match="interrupted part-way"):
+        if then == "commit":
+            tc.commit()
+        elif then == "unknown keys":
+            tc.learn_one({"s": 0.1}, False, key="nope")
+        else:
+            tc.learn_one({"s": 0.5}, True, key="tx-2")
+    assert model.learned == learned  # the model did not learn what the store refused
+    tc.close()
+    again = ThorsClassifier(FixedModel(), fn_cost=5.0, fp_cost=1.0, warm_up=0, store=path, store_options=opts)
+    try:
+        assert (again.n_pending, again.n_matched, len(again.thors)) == (4, 0, 0)
+    finally:
+        again.close()

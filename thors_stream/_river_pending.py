@@ -176,6 +176,7 @@ class PendingPart(RiverBase):
         logged for a restart."""
         db = self._db
         assert db is not None
+        db._check_whole()  # (before the model learns: refused after an interrupted operation)
         margin = self._margin
         seg = None
         if self._segmented is not None:

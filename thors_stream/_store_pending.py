@@ -311,11 +311,17 @@ class PendingStore:
             raise ValueError(f"{self._where}: a commit was interrupted or failed part-way; close it (what was not "
                              "committed is rolled back, as after a crash) and open it again")
 
-    def _begin(self) -> None:
-        """An owner's operation starts (see ``_busy``): refused after one that was interrupted."""
+    def _check_whole(self) -> None:
+        """:meth:`_check_open`, and refused after an owner's operation that was interrupted (see
+        ``_busy``): what an owner calls before it changes anything of its own."""
+        self._check_open()
         if self._busy:
             raise ValueError(f"{self._where}: an operation was interrupted part-way; close it (what was not "
                              "committed is rolled back, as after a crash) and open it again")
+
+    def _begin(self) -> None:
+        """An owner's operation starts (see ``_busy``): refused after one that was interrupted."""
+        self._check_whole()
         self._busy = True
 
     def put(self, key: Hashable, score: float, *, fn_cost: float = 1.0, fp_cost: float = 1.0,

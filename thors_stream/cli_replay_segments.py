@@ -43,11 +43,14 @@ def check_segment_options(args: argparse.Namespace) -> None:
     if args.pool_weight is not None and (args.max_fpr is not None or args.max_fnr is not None):
         raise ValueError("--pool-weight does not combine with --max-fpr/--max-fnr (the pooled threshold is the "
                          "minimum-cost one)")
+    if args.pool_weight is not None and not 2.0**-32 <= args.pool_weight <= 2.0**32:
+        raise ValueError(f"--pool-weight must be in [2**-32, 2**32] for a replay, got {args.pool_weight!r}")
 
 
 class _SegmentMirror:
     """Each segment's held events, mirrored for their rates: a :class:`HeldRates` per segment over
-    that segment's events (in file order), and each file row's index within its segment. O(n)."""
+    that segment's events (in file order), and each file row's index within its segment.
+    O(n log n)."""
 
     def __init__(self, segments: np.ndarray, rule: _Rule, labels: np.ndarray, args: argparse.Namespace,
                  times: np.ndarray | None) -> None:
@@ -55,12 +58,15 @@ class _SegmentMirror:
         inv = inv.reshape(-1)
         self.names: list[str] = names.tolist()
         self.segment_of: list[int] = inv.tolist()
-        self.local: list[int] = [0] * len(inv)
+        order = np.argsort(inv, kind="stable")  # each segment's rows together, in file order
+        ends = np.cumsum(np.bincount(inv, minlength=len(names)))
+        starts = ends - np.bincount(inv, minlength=len(names))
+        local = np.empty(len(inv), dtype=np.int64)
+        local[order] = np.arange(len(inv)) - np.repeat(starts, ends - starts)
+        self.local: list[int] = local.tolist()
         self.held: list[HeldRates] = []
         for g in range(len(names)):
-            rows = np.flatnonzero(inv == g)
-            for j, i in enumerate(rows.tolist()):
-                self.local[i] = j
+            rows = order[starts[g]:ends[g]]
             w = rule.weights[rows] if rule.weights is not None else None
             tg = times[rows] if times is not None else None
             self.held.append(HeldRates(rule.keys[rows], labels[rows], w, window=args.window, period=args.period,
@@ -80,7 +86,8 @@ def replay_segments(args: argparse.Namespace, ev: Any, rule: _Rule, f: IO[str],
     threshold. After every ``--every`` events (and the last) one row per segment seen so far, in
     the order of the segments' names. Each segment holds its own window (``--window`` events or
     ``--period`` of time, measured from the segment's newest event), as the summaries do.
-    Returns ``(segments, rows written)``. O(n log n + rows * sqrt(n)).
+    Returns ``(segments, rows written)``. O(n log n + rows * sqrt(n)) (a row: one segment at one
+    written event).
     """
     from .neyman_pearson import NPInfeasibleError
     from .result import DEFAULT_MIN_PER_CLASS

@@ -806,6 +806,7 @@ class ThorsClassifier(PendingPart, MoneyPart, StatePart, base.Wrapper[base.Class
         batched (see the class docstring); call this when the stream pauses. Without a store:
         nothing to do. O(uncommitted batch)."""
         if self._db is not None:
+            self._db._check_whole()  # (refused after an interrupted operation: closing rolls it back)
             self._db.commit(checkpoint=checkpoint)
 
     def close(self) -> None:

@@ -577,9 +577,14 @@ class SegmentedStreamingThors:
             if cached is None or self._learned - cached[1] >= self.pool_every:  # type: ignore[operator]
                 return self._refresh(segment, st).threshold
             return cached[0]
-        r = self.result(segment)
-        if r is not None and r.is_supported(self.min_per_class):
-            return r.threshold
+        own_st: StreamingThors | None = self._seg.get(segment)
+        # support first: a segment below it takes the global threshold even when its own summary has
+        # none (too few events of a class for max_fpr/max_fnr: its result would raise)
+        if own_st is not None and _counts_support(own_st, self.min_per_class):
+            r = own_st.result()
+            if r is not None and r.is_supported(self.min_per_class):
+                own: float = r.threshold
+                return own
         return self.global_threshold()
 
     # ---- partial pooling
