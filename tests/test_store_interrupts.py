@@ -57,18 +57,19 @@ class FailingConnection:
         return getattr(self.conn, name)
 
 
-def setup_ops():
-    return [lambda lp: lp.decide("a", 0.9), lambda lp: lp.decide("b", 0.1), lambda lp: lp.decide("c", 0.5),
-            lambda lp: lp.label("a", True)]
+def first_commit(path):
+    """Three decisions and a label, committed (closed); the state they leave."""
+    ops = [lambda lp: lp.decide("a", 0.9), lambda lp: lp.decide("b", 0.1), lambda lp: lp.decide("c", 0.5),
+           lambda lp: lp.label("a", True)]
+    with DecisionLoop(path, **KW) as loop:
+        for op in ops:
+            op(loop)
+    return committed_prefix(path, ops)
 
 
 def test_a_label_interrupted_after_its_decision_was_taken_is_not_written_half_done(tmp_path, monkeypatch):
     path = tmp_path / "s.sqlite"
-    first = setup_ops()
-    with DecisionLoop(path, **KW) as loop:
-        for op in first:
-            op(loop)
-    want = committed_prefix(path, first)
+    want = first_commit(path)
     with pytest.raises(KeyboardInterrupt), DecisionLoop(path, **KW) as loop:
         loop.decide("d", 0.7)  # completed but not committed: lost, as in a crash
 
@@ -90,11 +91,7 @@ def test_a_label_interrupted_after_its_decision_was_taken_is_not_written_half_do
 @pytest.mark.parametrize("at", range(1, 12))
 def test_a_commit_interrupted_at_any_statement_leaves_the_last_commit(tmp_path, at):
     path = tmp_path / "s.sqlite"
-    first = setup_ops()
-    with DecisionLoop(path, **KW) as loop:
-        for op in first:
-            op(loop)
-    want = committed_prefix(path, first)
+    want = first_commit(path)
     loop = DecisionLoop(path, **KW)
     for k in range(30):
         loop.decide(f"n{k}", k / 30)

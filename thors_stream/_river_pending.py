@@ -33,6 +33,12 @@ from ._validation import _show
 __all__ = ["PendingPart"]
 
 
+def _put_and_tick(db: Any, v: Any, kt: str | None, s: float, tf: float, x: bytes | None) -> None:
+    """A checked decision into the store, then a commit if one is due."""
+    db._put(v, kt, s, tf, x)
+    db.tick()
+
+
 class PendingPart(RiverBase):
     """The pending decisions of :class:`~thors_stream.river.ThorsClassifier` (see the module docstring)."""
 
@@ -158,15 +164,8 @@ class PendingPart(RiverBase):
             v, kt = db_key(key)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} (event key {_show(key)})") from None
-        db._check_open()
-        db._begin()  # (an interrupt part-way: the store refuses, and closing rolls back to its last commit)
-        try:
-            db._put(v, kt, s, time.time(), x)
-            db.tick()
-        except Exception:
-            db._busy = False
-            raise
-        db._busy = False
+        # as a whole: an interrupt part-way leaves the store refusing, and closing rolls back to its last commit
+        db._as_whole(_put_and_tick, db, v, kt, s, time.time(), x)
 
     def _learn_stored(self, x: dict[Hashable, Any], y: Any, pos: bool, key: Hashable | None, w: float | None,
                       wt: float, tf: float | None, kwargs: dict[str, Any]) -> None:
@@ -224,13 +223,7 @@ class PendingPart(RiverBase):
             model_kwargs["w"] = w  # the sample weight only: a cost never reaches the model
         first_negative = not pos and self._neg_seen is None
         self.classifier.learn_one(x, y, **model_kwargs)
-        db._begin()  # from here to the end as a whole (see _db_put)
-        try:
-            self._record_learned(db, key, pos, y, s, weight, tf, seg, nm, first_negative, margin)
-        except Exception:
-            db._busy = False
-            raise
-        db._busy = False
+        db._as_whole(self._record_learned, db, key, pos, y, s, weight, tf, seg, nm, first_negative, margin)
 
     def _record_learned(self, db: Any, key: Hashable | None, pos: bool, y: Any, s: float, weight: float,
                         tf: float | None, seg: Any, nm: int, first_negative: bool, margin: bool) -> None:

@@ -49,22 +49,13 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _whole(method: _F) -> _F:
-    """A :class:`DecisionLoop` operation as a whole: the store is marked busy while it runs, so a
-    KeyboardInterrupt part-way leaves it refusing further operations and makes ``close()`` roll
-    back to the last commit (as after a crash) rather than write a half-done operation. An
-    ordinary error clears the mark (each operation checks its input before changing anything)."""
+    """A :class:`DecisionLoop` operation as a whole (``PendingStore._as_whole``): a
+    KeyboardInterrupt part-way leaves the store refusing further operations and makes ``close()``
+    roll back to the last commit (as after a crash) rather than write a half-done operation."""
 
     @functools.wraps(method)
     def run(self: DecisionLoop, *args: Any, **kwargs: Any) -> Any:
-        store = self.store
-        store._begin()
-        try:
-            out = method(self, *args, **kwargs)
-        except Exception:
-            store._busy = False
-            raise
-        store._busy = False
-        return out
+        return self.store._as_whole(method, self, *args, **kwargs)
 
     return run  # type: ignore[return-value]
 

@@ -17,15 +17,17 @@ import os
 import sqlite3
 import struct
 import time
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from types import TracebackType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
 from ._keys import db_key, decode_key, encode_key
 from ._store_sqlite import _CHUNK, _INSERT, _LOG, _LOG_ROW, _TAKE, _X, _extra, _where, connect, lock
 from ._validation import MAX_WEIGHTED_COST, MIN_WEIGHTED_COST, _show, check_time, real_number
+
+_T = TypeVar("_T")
 
 DEFAULT_COMMIT_EVERY = 1_000
 """Operations (decisions, labels) between two commits, at most."""
@@ -319,10 +321,19 @@ class PendingStore:
             raise ValueError(f"{self._where}: an operation was interrupted part-way; close it (what was not "
                              "committed is rolled back, as after a crash) and open it again")
 
-    def _begin(self) -> None:
-        """An owner's operation starts (see ``_busy``): refused after one that was interrupted."""
+    def _as_whole(self, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        """``fn(*args, **kwargs)``, an owner's operation, as a whole (see ``_busy``): refused after
+        one that was interrupted; marked busy while it runs, the mark cleared when it returns or
+        raises an ordinary error (each operation checks its input before it changes anything)."""
         self._check_whole()
         self._busy = True
+        try:
+            out = fn(*args, **kwargs)
+        except Exception:
+            self._busy = False
+            raise
+        self._busy = False
+        return out
 
     def put(self, key: Hashable, score: float, *, fn_cost: float = 1.0, fp_cost: float = 1.0,
             segment: Any = _NO_SEGMENT, t: Any = None, model_labels: int = 0) -> None:

@@ -8,11 +8,13 @@ and the plot of threshold and cost over time (``--plot``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
 import sys
 import time
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import IO, Any
 
 import numpy as np
 
@@ -85,53 +87,44 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
     xs, thrs, costs, pubs, pub_costs = [], [], [], [], []
     now = -math.inf
     from .neyman_pearson import NPInfeasibleError
-    f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
     mon = _Monitor(args, held, ev.datetimes, jsonl_path, rule) if monitor else None
-    bar = _progress(n, not args.no_progress)
     t0 = time.perf_counter()
     try:
-        out = csv.writer(f, lineterminator="\n")
-        out.writerow(["event", *(["time"] if t is not None else []), "threshold", "cost", "fpr", "fnr", "held"])
-        for i in range(n):
-            if mon is not None:
-                mon.see(s[i], y[i], w[i])
-            if t is None:
-                st.update(s[i], y[i], w[i])
-            else:
-                st.update(s[i], y[i], w[i], t=t[i])
-                if t[i] > now:
-                    now = t[i]
-            held.add(i)
-            if (i + 1) % every == 0 or i == n - 1:
-                try:
-                    thr, c = st.get(), st.cost
-                except NPInfeasibleError:  # too few events of a constrained class held: no threshold yet
-                    thr = c = None
-                k = len(st)
-                if held.held != k:  # pragma: no cover - the mirror is tested against the library
-                    raise RuntimeError(f"internal error: {held.held} events mirrored, {k} held")
-                fpr, fnr = held.rates(thr) if thr is not None else (math.nan, math.nan)
-                row = [i + 1, repr(thr), _num(c), repr(round(fpr, 12)), repr(round(fnr, 12)), k]
-                if t is not None:
-                    row.insert(1, show_time(t[i]))
-                out.writerow(row)
+        with _trajectory_file(out_path, to_stdout, n, not args.no_progress) as (f, tick):
+            out = csv.writer(f, lineterminator="\n")
+            out.writerow(["event", *(["time"] if t is not None else []), "threshold", "cost", "fpr", "fnr", "held"])
+            for i in range(n):
                 if mon is not None:
-                    mon.row(i + 1, None if t is None else t[i], st, thr, c)
-                    pubs.append(mon.pub)
-                    pub_costs.append(mon.pub_cost)
-                xs.append(i + 1 if t is None else now)
-                thrs.append(thr)
-                costs.append(c)
-            if bar is not None and (i + 1) % 1000 == 0:
-                bar.update(1000)
-        if bar is not None:
-            bar.update(n % 1000)
-        f.flush()
+                    mon.see(s[i], y[i], w[i])
+                if t is None:
+                    st.update(s[i], y[i], w[i])
+                else:
+                    st.update(s[i], y[i], w[i], t=t[i])
+                    if t[i] > now:
+                        now = t[i]
+                held.add(i)
+                if (i + 1) % every == 0 or i == n - 1:
+                    try:
+                        thr, c = st.get(), st.cost
+                    except NPInfeasibleError:  # too few events of a constrained class held: no threshold yet
+                        thr = c = None
+                    k = len(st)
+                    if held.held != k:  # pragma: no cover - the mirror is tested against the library
+                        raise RuntimeError(f"internal error: {held.held} events mirrored, {k} held")
+                    fpr, fnr = held.rates(thr) if thr is not None else (math.nan, math.nan)
+                    row = [i + 1, repr(thr), _num(c), repr(round(fpr, 12)), repr(round(fnr, 12)), k]
+                    if t is not None:
+                        row.insert(1, show_time(t[i]))
+                    out.writerow(row)
+                    if mon is not None:
+                        mon.row(i + 1, None if t is None else t[i], st, thr, c)
+                        pubs.append(mon.pub)
+                        pub_costs.append(mon.pub_cost)
+                    xs.append(i + 1 if t is None else now)
+                    thrs.append(thr)
+                    costs.append(c)
+                tick(i)
     finally:
-        if bar is not None:
-            bar.close()
-        if not to_stdout:
-            f.close()
         if mon is not None:
             mon.close()
     secs = time.perf_counter() - t0
@@ -169,24 +162,9 @@ def _replay(args: argparse.Namespace, stage: StagedOutputs) -> int:
 def _replay_by_segment(args: argparse.Namespace, ev: Any, rule: _Rule, out_path: str, to_stdout: bool) -> int:
     """The work of :func:`cmd_replay` with ``--segment-col`` (see :func:`replay_segments`)."""
     n = len(ev)
-    bar = _progress(n, not args.no_progress)
-
-    def tick(i: int) -> None:
-        if bar is not None and (i + 1) % 1000 == 0:
-            bar.update(1000)
-
-    f = sys.stdout if to_stdout else open(out_path, "w", newline="")  # closed below
     t0 = time.perf_counter()
-    try:
+    with _trajectory_file(out_path, to_stdout, n, not args.no_progress) as (f, tick):
         segments, rows = replay_segments(args, ev, rule, f, _iso if ev.datetimes else repr, tick)
-        if bar is not None:
-            bar.update(n % 1000)
-        f.flush()
-    finally:
-        if bar is not None:
-            bar.close()
-        if not to_stdout:
-            f.close()
     secs = time.perf_counter() - t0
     where = "standard output" if to_stdout else args.out
     print(f"replayed {n:,} events of {segments:,} segments in {secs:.2f} s ({_wall_seconds():.2f} s in all, with "
@@ -214,6 +192,31 @@ def _plot_over_time(x: np.ndarray, threshold: np.ndarray, cost: np.ndarray, path
         fig.autofmt_xdate()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+
+
+@contextlib.contextmanager
+def _trajectory_file(path: str, to_stdout: bool, n: int,
+                     progress: bool) -> Iterator[tuple[IO[str], Callable[[int], None]]]:
+    """The trajectory's file (standard output, or ``path`` opened, closed on the way out) and a
+    ``tick(i)`` to call after event ``i`` of ``n`` (it moves the progress bar, if there is one);
+    on success the bar is completed and the file flushed."""
+    bar = _progress(n, progress)
+
+    def tick(i: int) -> None:
+        if bar is not None and (i + 1) % 1000 == 0:
+            bar.update(1000)
+
+    f = sys.stdout if to_stdout else open(path, "w", newline="")  # closed below
+    try:
+        yield f, tick
+        if bar is not None:
+            bar.update(n % 1000)
+        f.flush()
+    finally:
+        if bar is not None:
+            bar.close()
+        if not to_stdout:
+            f.close()
 
 
 def _progress(total: int, enabled: bool) -> Any:

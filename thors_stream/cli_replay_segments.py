@@ -43,8 +43,14 @@ def check_segment_options(args: argparse.Namespace) -> None:
     if args.pool_weight is not None and (args.max_fpr is not None or args.max_fnr is not None):
         raise ValueError("--pool-weight does not combine with --max-fpr/--max-fnr (the pooled threshold is the "
                          "minimum-cost one)")
-    if args.pool_weight is not None and not 2.0**-32 <= args.pool_weight <= 2.0**32:
-        raise ValueError(f"--pool-weight must be in [2**-32, 2**32] for a replay, got {args.pool_weight!r}")
+    if args.pool_weight is not None:
+        from .segments import _check_pooling
+
+        try:  # (the streaming summaries' rule, checked before the file is read)
+            _check_pooling(args.pool_weight, 500)
+        except ValueError:
+            raise ValueError(f"--pool-weight must be in [2**-32, 2**32] for a replay, got "
+                             f"{args.pool_weight!r}") from None
 
 
 class _SegmentMirror:

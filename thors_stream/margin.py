@@ -152,8 +152,12 @@ def cost_margins(p: Any, fn_cost: Any, fp_cost: Any) -> np.ndarray:
     q = np.clip(q, _LO, _HI)
     with np.errstate(over="ignore", under="ignore"):
         r = fn / fp
-    normal = (r >= _NORMAL_MIN) & (r <= _NORMAL_MAX)
-    with np.errstate(divide="ignore"):  # (the log of a ratio out of range is not used)
-        ratio_log = np.where(normal, np.log(np.where(normal, r, 1.0)), np.log(fn) - np.log(fp))
+    far = ~((r >= _NORMAL_MIN) & (r <= _NORMAL_MAX))
+    if far.any():  # (rare: a ratio beyond 2**±1022)
+        r[far] = 1.0
+        ratio_log = np.log(r)
+        ratio_log[far] = np.log(fn[far]) - np.log(fp[far])
+    else:
+        ratio_log = np.log(r)
     out: np.ndarray = np.log(q) - np.log1p(-q) + ratio_log
     return out
